@@ -1,0 +1,4 @@
+; Return values. Consumed by tracker.parse for Return facts: the bodies of the
+; `SpeculativeAlgorithm.is_*()` predicates and the classes a worker factory returns.
+(return_statement
+  (_) @return.value) @return.site

@@ -1,0 +1,5 @@
+"""`python -m tracker` runs the command-line interface."""
+
+from tracker.cli import main
+
+main()

@@ -1,0 +1,40 @@
+"""Atomic file writes: a reader sees the old file or the whole new one, never a torn one.
+
+Every file the tool writes (cache entries, snapshots, downloaded archives, the watch state)
+goes through here, so a killed process or a full disk leaves nothing half-written behind.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import os
+import tempfile
+from collections.abc import Iterator
+from pathlib import Path
+from typing import IO
+
+
+@contextlib.contextmanager
+def atomic_writer(path: Path, mode: str = "wb") -> Iterator[IO[bytes]]:
+    """Yield a file object; on success its content replaces `path` in one rename."""
+    path.parent.mkdir(parents=True, exist_ok=True)
+    fd, tmp_name = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".tmp", dir=path.parent)
+    tmp = Path(tmp_name)
+    try:
+        with os.fdopen(fd, mode) as handle:
+            yield handle
+            handle.flush()
+            os.fsync(handle.fileno())
+        tmp.replace(path)
+    except BaseException:
+        tmp.unlink(missing_ok=True)
+        raise
+
+
+def write_bytes_atomic(path: Path, data: bytes) -> None:
+    with atomic_writer(path) as handle:
+        handle.write(data)
+
+
+def write_text_atomic(path: Path, text: str) -> None:
+    write_bytes_atomic(path, text.encode("utf-8"))

@@ -1,0 +1,135 @@
+"""The call graph of one version: which function can call which (networkx stays here).
+
+Edges come from `self.m()` through the class hierarchy, `super().m()`, calls through
+attributes whose class is known from construction or annotation
+(`self.model_runner = ModelRunner(...)`; `target_worker: TpModelWorker`), calls of
+imported functions, and constructions (`Cls(...)` -> `Cls.__init__`). It over-approximates
+where the code is dynamic and says nothing where the receiver is unknown.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable
+
+import networkx as nx
+
+from tracker.facts import Assign, Call
+from tracker.index import VersionIndex, key, split_key
+
+
+class CallGraph:
+    def __init__(self, index: VersionIndex) -> None:
+        self.index = index
+        self.graph: nx.DiGraph = nx.DiGraph()
+        self._local_types: dict[str, dict[tuple[str, str], list[str]]] = {}
+        for facts in index.iter_modules():
+            module = facts.module_name
+            for fn in facts.functions:
+                self.graph.add_node(key(module, fn.qualname))
+            local_types = self.local_types(module)
+            for call in facts.calls:
+                scope = call.context.scope
+                if not scope:
+                    continue
+                caller = key(module, scope)
+                if caller not in index.functions:
+                    continue  # a call in a class body
+                for callee in self.callees(module, scope, call, local_types):
+                    if callee != caller:
+                        self.graph.add_edge(caller, callee, line=call.line)
+
+    def local_types(self, module: str) -> dict[tuple[str, str], list[str]]:
+        cached = self._local_types.get(module)
+        if cached is None:
+            cached = _local_constructions(self.index.modules[module].assigns)
+            self._local_types[module] = cached
+        return cached
+
+    def _owner_class(self, module: str, scope: str) -> str | None:
+        fn = self.index.functions.get(key(module, scope))
+        if fn is None or fn.owner is None:
+            return None
+        return key(module, fn.owner)
+
+    def callees(self, module: str, scope: str, call: Call,
+                 local_types: dict[tuple[str, str], list[str]]) -> Iterable[str]:
+        index = self.index
+        receiver = call.receiver
+        if receiver is None:
+            found = index.resolve_name(module, call.name, scope)
+            if found is None or found.startswith(("ext:", "mod:")):
+                return []
+            if found in index.classes:
+                init = index.find_method(found, "__init__")
+                return [init] if init else []
+            return [found]
+        owner = self._owner_class(module, scope)
+        if receiver in ("self", "cls") and owner is not None:
+            targets = {owner} | index.subclasses.get(owner, set())
+            found_methods = {index.find_method(t, call.name) for t in targets}
+            return [m for m in found_methods if m]
+        if receiver == "super()" and owner is not None:
+            mro = index.mro(owner)[0]
+            for cls in mro[1:]:
+                info = index.classes[cls]
+                if call.name in info.methods:
+                    return [key(info.module, info.methods[call.name].qualname)]
+            return []
+        classes: set[str] = set()
+        if receiver.startswith("self.") and receiver.count(".") == 1 and owner is not None:
+            classes = index.attr_types(owner, receiver[5:])
+        elif "." not in receiver:
+            for text in local_types.get((scope, receiver), []):
+                res = index.resolve_class(module, text, scope)
+                if res.symbol:
+                    classes.add(res.symbol)
+            if not classes:
+                found = index.resolve_name(module, f"{receiver}.{call.name}", scope)
+                if found is not None and found in index.functions:
+                    return [found]
+                if found is not None and found in index.classes:
+                    init = index.find_method(found, "__init__")
+                    return [init] if init else []
+        out = []
+        for cls in classes:
+            method = index.find_method(cls, call.name)
+            if method:
+                out.append(method)
+        return out
+
+    def reachable_from(self, roots: Iterable[str]) -> set[str]:
+        seen: set[str] = set()
+        for root in roots:
+            if root in seen or root not in self.graph:
+                continue
+            seen.add(root)
+            seen.update(nx.descendants(self.graph, root))
+        return seen
+
+    def path(self, roots: Iterable[str], target: str) -> list[str] | None:
+        """A shortest call path from any root to `target` (inclusive), or None."""
+        best: list[str] | None = None
+        for root in sorted(set(roots)):
+            if root not in self.graph or target not in self.graph:
+                continue
+            try:
+                found = nx.shortest_path(self.graph, root, target)
+            except nx.NetworkXNoPath:
+                continue
+            if best is None or len(found) < len(best):
+                best = found
+        return best
+
+
+def _local_constructions(assigns: Iterable[Assign]) -> dict[tuple[str, str], list[str]]:
+    """(function scope, local name) -> constructor texts, for `x = Cls(...)` locals."""
+    out: dict[tuple[str, str], list[str]] = {}
+    for a in assigns:
+        if a.value_call and a.target.isidentifier():
+            out.setdefault((a.context.scope, a.target), []).append(a.value_call)
+    return out
+
+
+def describe(symbol: str) -> str:
+    module, qual = split_key(symbol)
+    return f"{module.rpartition('.')[2]}.{qual}"

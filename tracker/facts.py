@@ -1,0 +1,192 @@
+"""Plain facts about one Python module: what the parse stage hands to everything above it.
+
+Nothing here knows tree-sitter. Every value is a frozen dataclass of strings, ints, bools
+and tuples, so facts can be cached by content id, compared in tests, and built by hand for
+tests of the analysis stages.
+
+Lines are 1-based. `scope` is the dotted qualified name of the enclosing function or class
+inside the module (`EAGLEWorker.__init__`), or "" at module level.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+# Bumped whenever the shape or meaning of the facts changes: part of every cache key.
+FACTS_FORMAT = 1
+
+
+@dataclass(frozen=True, slots=True)
+class Cond:
+    """A boolean expression as a small tree, enough to decide which algorithms it admits.
+
+    op: "and" | "or" | "not" (args are operands), "call" (text is the callee, e.g.
+    `self.spec_algorithm.is_eagle3`), "ref" (a name or attribute chain), "cmp" (text is the
+    operator, args the operands), "seq" (a tuple/list/set literal, args its items),
+    "str" (a string literal, text its value), or "other" (text is the source, shortened).
+    """
+
+    op: str
+    text: str
+    args: tuple[Cond, ...] = ()
+
+    def render(self) -> str:
+        if self.op in ("and", "or"):
+            return f" {self.op} ".join(_paren(a) for a in self.args)
+        if self.op == "not":
+            return f"not {_paren(self.args[0])}"
+        if self.op == "call":
+            return f"{self.text}({', '.join(a.render() for a in self.args)})"
+        if self.op == "cmp":
+            return f" {self.text} ".join(a.render() for a in self.args)
+        if self.op == "seq":
+            return "(" + ", ".join(a.render() for a in self.args) + ")"
+        if self.op == "str":
+            return repr(self.text)
+        return self.text
+
+
+def _paren(cond: Cond) -> str:
+    text = cond.render()
+    return f"({text})" if cond.op in ("and", "or") else text
+
+
+@dataclass(frozen=True, slots=True)
+class Branch:
+    """One enclosing condition of a site: the site runs only when `test` is `holds`."""
+
+    test: Cond
+    holds: bool
+
+    def render(self) -> str:
+        text = self.test.render()
+        return text if self.holds else f"not ({text})" if " " in text else f"not {text}"
+
+
+@dataclass(frozen=True, slots=True)
+class Context:
+    """Where a site sits: its enclosing function/class and the conditions around it."""
+
+    scope: str
+    branches: tuple[Branch, ...] = ()
+    # Inside `try:` whose handlers catch AttributeError: an absent member is tolerated.
+    catches_attribute_error: bool = False
+
+
+@dataclass(frozen=True, slots=True)
+class Param:
+    name: str
+    kind: str  # "positional" | "keyword_only" | "var_positional" | "var_keyword"
+    has_default: bool = False
+    annotation: str | None = None
+
+
+@dataclass(frozen=True, slots=True)
+class FunctionDef:
+    name: str
+    qualname: str
+    line: int
+    end_line: int
+    params: tuple[Param, ...]
+    decorators: tuple[str, ...] = ()
+    # Qualified name of the class whose body defines it, or None for plain functions.
+    owner: str | None = None
+
+
+@dataclass(frozen=True, slots=True)
+class ClassDef:
+    name: str
+    qualname: str
+    line: int
+    end_line: int
+    bases: tuple[str, ...]  # as written: "nn.Module", "DeepseekV2ForCausalLM"
+    decorators: tuple[str, ...] = ()
+
+
+@dataclass(frozen=True, slots=True)
+class Call:
+    """A call `receiver.name(...)` or `name(...)`."""
+
+    name: str
+    receiver: str | None  # full text of the object the method is called on, or None
+    line: int
+    context: Context
+    positional: int = 0
+    # Keyword arguments as (name, value text shortened).
+    keywords: tuple[tuple[str, str], ...] = ()
+    star_args: bool = False  # *args or **kwargs: the arity is not exact
+    # Text of the first positional arguments (shortened): hasattr/getattr/get operands,
+    # and models passed on to helpers (`configure(model=self.model)`, `f(target_model)`).
+    args: tuple[str, ...] = ()
+    # The call is the test of an `assert`, or of `if not <call>: raise ...`: when it is
+    # false the program stops, so whatever it checks is required, not optional.
+    asserted: bool = False
+
+
+@dataclass(frozen=True, slots=True)
+class Read:
+    """An attribute read `receiver.name`, or a constant-key subscript `receiver["name"]`."""
+
+    name: str
+    receiver: str
+    line: int
+    context: Context
+    kind: str = "attr"  # "attr" | "key"
+
+
+@dataclass(frozen=True, slots=True)
+class Assign:
+    """`target = value` (also annotated and augmented assignments)."""
+
+    target: str  # "self.language_model", "EntryClass", "target_model"
+    line: int
+    context: Context
+    value_call: str | None = None  # callee text when the value is a call
+    value_names: tuple[str, ...] = ()  # names/attribute chains in a list/tuple value
+    value: Cond | None = None  # the value as an expression tree (shortened)
+
+
+@dataclass(frozen=True, slots=True)
+class Return:
+    value: Cond
+    line: int
+    context: Context
+
+
+@dataclass(frozen=True, slots=True)
+class Import:
+    """`import module as alias` (name None) or `from module import name as alias`."""
+
+    module: str  # absolute or relative without dots: "sglang.srt.models", "x.y"
+    name: str | None
+    alias: str | None
+    level: int  # leading dots of a relative import
+    line: int
+    scope: str
+    type_checking: bool = False
+
+
+@dataclass(frozen=True, slots=True)
+class ModuleFacts:
+    path: str
+    content_id: str
+    classes: tuple[ClassDef, ...] = ()
+    functions: tuple[FunctionDef, ...] = ()
+    imports: tuple[Import, ...] = ()
+    calls: tuple[Call, ...] = ()
+    reads: tuple[Read, ...] = ()
+    assigns: tuple[Assign, ...] = ()
+    returns: tuple[Return, ...] = ()
+    error_lines: tuple[int, ...] = field(default=())  # lines of ERROR/MISSING nodes
+
+    @property
+    def module_name(self) -> str:
+        return module_name(self.path)
+
+
+def module_name(path: str) -> str:
+    """`python/sglang/srt/models/kimi_k25.py` -> `sglang.srt.models.kimi_k25`."""
+    rel = path.removeprefix("python/")
+    rel = rel.removesuffix(".py")
+    rel = rel.removesuffix("/__init__")
+    return rel.replace("/", ".")

@@ -1,0 +1,135 @@
+"""Facts for many files at once: cached by content id, parsed in parallel when missing.
+
+A file identical in two releases (or in a release archive and a git tag) has one content
+id and is parsed once, ever. Cache entries are keyed by (query-set hash, facts format,
+content id), checksummed, and written atomically, so a killed run or two concurrent runs
+leave only whole, valid entries behind; a corrupt entry is rebuilt.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import logging
+import os
+import pickle
+from collections.abc import Callable, Iterable, Mapping
+from concurrent.futures import ProcessPoolExecutor
+from dataclasses import replace
+from pathlib import Path
+
+from tracker.atomic import write_bytes_atomic
+from tracker.cachedir import cache_root
+from tracker.facts import FACTS_FORMAT, ModuleFacts
+from tracker.parse import extract_facts, query_set_hash
+from tracker.sources.base import VersionTree
+
+log = logging.getLogger(__name__)
+
+Progress = Callable[[int, int], None]
+
+_MAGIC = b"TFC1"
+# Below this many files to parse, starting worker processes costs more than it saves.
+_PARALLEL_THRESHOLD = 48
+
+
+def facts_dir(root: Path | None = None) -> Path:
+    return (root or cache_root()) / "facts" / f"{query_set_hash()}-f{FACTS_FORMAT}"
+
+
+def _entry_path(base: Path, content_id: str) -> Path:
+    return base / content_id[:2] / f"{content_id}.pkl"
+
+
+def _encode(facts: ModuleFacts) -> bytes:
+    payload = pickle.dumps(facts, protocol=pickle.HIGHEST_PROTOCOL)
+    return _MAGIC + hashlib.sha256(payload).digest()[:16] + payload
+
+
+def _decode(blob: bytes) -> ModuleFacts | None:
+    if not blob.startswith(_MAGIC) or len(blob) < 20:
+        return None
+    digest, payload = blob[4:20], blob[20:]
+    if hashlib.sha256(payload).digest()[:16] != digest:
+        return None
+    try:
+        facts = pickle.loads(payload)
+    except Exception:  # any unpickling failure means the entry is unusable
+        return None
+    return facts if isinstance(facts, ModuleFacts) else None
+
+
+def read_cached(base: Path, content_id: str) -> ModuleFacts | None:
+    try:
+        blob = _entry_path(base, content_id).read_bytes()
+    except OSError:
+        return None
+    facts = _decode(blob)
+    if facts is None:
+        log.warning("facts cache entry %s is corrupt; rebuilding it", content_id)
+    return facts
+
+
+def _parse_and_store(base: Path, path: str, content_id: str, data: bytes) -> ModuleFacts:
+    facts = extract_facts(path, content_id, data)
+    try:
+        write_bytes_atomic(_entry_path(base, content_id), _encode(facts))
+    except OSError as exc:  # a full or read-only disk costs speed, not correctness
+        log.warning("could not write facts cache entry %s: %s", content_id, exc)
+    return facts
+
+
+def _parse_batch(base: str, items: list[tuple[str, str, bytes]]) -> list[ModuleFacts]:
+    return [_parse_and_store(Path(base), p, c, d) for p, c, d in items]
+
+
+def default_jobs() -> int:
+    env = os.environ.get("TRACKER_JOBS")
+    if env and env.isdigit() and int(env) > 0:
+        return int(env)
+    return max(1, os.cpu_count() or 1)
+
+
+def load_facts(
+    tree: VersionTree,
+    paths: Iterable[str],
+    *,
+    progress: Progress | None = None,
+    jobs: int | None = None,
+) -> dict[str, ModuleFacts]:
+    """Facts for `paths` of `tree`, from the cache where possible."""
+    base = facts_dir()
+    files: Mapping[str, str] = tree.files
+    result: dict[str, ModuleFacts] = {}
+    missing: list[tuple[str, str]] = []
+    for path in sorted(set(paths)):
+        cid = files[path]
+        cached = read_cached(base, cid)
+        if cached is None:
+            missing.append((path, cid))
+        else:
+            result[path] = cached if cached.path == path else replace(cached, path=path)
+    total = len(missing)
+    if progress is not None:
+        progress(0, total)
+    if not missing:
+        return result
+    workers = min(jobs or default_jobs(), max(1, total // 16))
+    if workers <= 1 or total < _PARALLEL_THRESHOLD:
+        for done, (path, cid) in enumerate(missing, 1):
+            result[path] = _parse_and_store(base, path, cid, tree.read(path))
+            if progress is not None:
+                progress(done, total)
+        return result
+    # Interleave big and small files so batches take similar time.
+    batches: list[list[tuple[str, str, bytes]]] = [[] for _ in range(workers * 4)]
+    for i, (path, cid) in enumerate(missing):
+        batches[i % len(batches)].append((path, cid, tree.read(path)))
+    done = 0
+    with ProcessPoolExecutor(max_workers=workers) as pool:
+        for batch_facts in pool.map(_parse_batch, [str(base)] * len(batches), batches):
+            for facts in batch_facts:
+                result[facts.path] = facts
+            done += len(batch_facts)
+            if progress is not None:
+                progress(done, total)
+    return result

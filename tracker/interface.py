@@ -1,0 +1,470 @@
+"""What each speculative algorithm requires of the target and draft model, at one version.
+
+From the index, the call graph and the role rules: every call or attribute read on a
+receiver that means the target or draft model (directly, through a local alias, or through
+a parameter a caller bound to it), the algorithms whose workers reach it, narrowed by the
+conditions around it, and whether a missing member would crash (required), depends on
+runtime state (conditional) or is tolerated (optional: hasattr, getattr default,
+`except AttributeError`). Also the fields read from the forward output and the
+configuration keys read.
+"""
+
+from __future__ import annotations
+
+import re
+from collections import defaultdict
+from collections.abc import Iterable
+from dataclasses import dataclass, field
+
+import networkx as nx
+
+from tracker.algorithms import Algorithms, Pair, discover, worker_roots
+from tracker.callgraph import CallGraph
+from tracker.facts import Branch, Call, Context, FunctionDef, ModuleFacts, Read
+from tracker.index import VersionIndex, key, split_key
+from tracker.roles import ReceiverRule, RoleRules, load_rules
+
+STATUS_ORDER = {"required": 0, "conditional": 1, "optional": 2}
+
+
+@dataclass(frozen=True, order=True)
+class Site:
+    path: str
+    line: int
+    function: str  # qualname inside the module: "EAGLEWorker.__init__"
+    condition: str = ""  # the enclosing conditions, rendered; "" when unconditional
+    status: str = "required"
+    guard: str = ""  # "hasattr" | "hasattr-raises" | "getattr-default" | "except AttributeError"
+    arity: str = ""  # "0", "1", "1+kw", "*" for calls; "" for reads
+    call_path: tuple[str, ...] = ()  # worker entry -> ... -> the function holding the site
+
+
+@dataclass(frozen=True)
+class Requirement:
+    algorithm: str
+    role: str  # "target" | "draft"
+    member: str
+    kind: str  # "call" | "attribute"
+    status: str  # strongest over the sites
+    sites: tuple[Site, ...]
+
+    @property
+    def arities(self) -> tuple[str, ...]:
+        return tuple(sorted({s.arity for s in self.sites if s.arity}))
+
+
+@dataclass(frozen=True)
+class FieldUse:
+    """A field of the forward output (`logits_output.X`) or a configuration key."""
+
+    algorithm: str
+    owner: str  # "logits_output" or the config receiver ("eagle_config")
+    name: str
+    sites: tuple[Site, ...]
+
+
+@dataclass
+class Interface:
+    version: str
+    algorithms: tuple[str, ...]
+    workers: dict[str, tuple[str, ...]]
+    requirements: list[Requirement] = field(default_factory=list)
+    output_fields: list[FieldUse] = field(default_factory=list)
+    config_keys: list[FieldUse] = field(default_factory=list)
+    warnings: list[str] = field(default_factory=list)
+
+    def for_algorithm(self, algorithm: str, role: str | None = None) -> list[Requirement]:
+        return [r for r in self.requirements
+                if r.algorithm == algorithm and (role is None or r.role == role)]
+
+
+# ------------------------------------------------------------------------- analysis
+
+
+@dataclass(frozen=True)
+class _Binding:
+    role: str  # "target" | "draft" | "runner"
+    scope: str  # "worker" | "runner"
+    via: str  # what it was bound from, for messages
+
+
+_SIMPLE_EXPR = re.compile(r"[A-Za-z_][\w.\[\]()*]*")
+
+
+class _Analysis:
+    def __init__(self, version: str, index: VersionIndex, rules: RoleRules) -> None:
+        self.version = version
+        self.index = index
+        self.rules = rules
+        self.graph = CallGraph(index)
+        self.algos: Algorithms = discover(index, rules)
+        self.speculative = frozenset(self.algos.speculative)
+        # Which algorithms reach each function, and a BFS tree per algorithm for paths.
+        self.reached_by: dict[str, set[str]] = defaultdict(set)
+        self.paths: dict[str, dict[str, list[str]]] = {}
+        for algorithm in self.algos.speculative:
+            roots = [r for w in self.algos.workers.get(algorithm, [])
+                     for r in worker_roots(index, w)]
+            source = ("root", algorithm)
+            g = self.graph.graph
+            g.add_node(source)
+            for r in roots:
+                if r in g:
+                    g.add_edge(source, r)
+            paths = nx.single_source_shortest_path(g, source)
+            g.remove_node(source)
+            self.paths[algorithm] = paths
+            for fn in paths:
+                if fn != source:
+                    self.reached_by[fn].add(algorithm)
+        self.aliases = {m: _aliases(facts) for m, facts in index.modules.items()}
+        self.bindings = self._bind_parameters()
+
+    # -------------------------------------------------------------- receiver roles
+
+    def owner_class_name(self, module: str, scope: str) -> str | None:
+        fn = self.index.functions.get(key(module, scope))
+        if fn is None or fn.owner is None:
+            return None
+        return fn.owner.rpartition(".")[2]
+
+    def expand(self, module: str, scope: str, line: int, receiver: str) -> str:
+        """Substitute local aliases: `target_model.x` -> `self.target_worker....model.x`."""
+        table = self.aliases.get(module, {}).get(scope)
+        if not table:
+            return receiver
+        for _ in range(4):
+            head = re.match(r"[A-Za-z_]\w*", receiver)
+            if head is None:
+                return receiver
+            name = head.group(0)
+            candidates = [(ln, v) for ln, v in table.get(name, []) if ln <= line]
+            if not candidates:
+                return receiver
+            value = max(candidates)[1]
+            if value.startswith(name + ".") or value == name:
+                return receiver
+            receiver = value + receiver[len(name):]
+        return receiver
+
+    def role_of(self, module: str, scope: str, line: int, receiver: str, member: str
+                ) -> tuple[ReceiverRule | _Binding, str, str] | None:
+        """(rule or binding, member on the model, "direct"|"attribute") or None."""
+        expanded = self.expand(module, scope, line, receiver)
+        cls = self.owner_class_name(module, scope)
+        for rule in self.rules.receivers:
+            if not rule.applies_in(module, cls):
+                continue
+            touched = rule.member_of(expanded, member)
+            if touched is not None:
+                return rule, touched[0], touched[1]
+        bound = self.bindings.get(key(module, scope))
+        if bound:
+            head, _, rest = expanded.partition(".")
+            if head in bound:
+                if not rest:
+                    return bound[head], member, "direct"
+                first = re.match(r"[A-Za-z_]\w*", rest)
+                if first is not None:
+                    return bound[head], first.group(0), "attribute"
+        return None
+
+    def _bind_parameters(self) -> dict[str, dict[str, _Binding]]:
+        """Parameters that callers pass the model to: `configure(model=self.model)`."""
+        bindings: dict[str, dict[str, _Binding]] = {}
+        for _ in range(3):  # helpers that pass the model on to further helpers
+            changed = False
+            for facts in self.index.iter_modules():
+                module = facts.module_name
+                local_types = self.graph.local_types(module)
+                for call in facts.calls:
+                    scope = call.context.scope
+                    if not scope or (not call.args and not call.keywords):
+                        continue
+                    passed = self._passed_models(module, scope, call, bindings)
+                    if not passed:
+                        continue
+                    for callee in self.graph.callees(module, scope, call, local_types):
+                        fn = self.index.functions.get(callee)
+                        if fn is None:
+                            continue
+                        for param, binding in _match_params(fn, passed):
+                            slot = bindings.setdefault(callee, {})
+                            if param not in slot:
+                                slot[param] = binding
+                                changed = True
+            if not changed:
+                break
+        return bindings
+
+    def _passed_models(self, module: str, scope: str, call: Call,
+                       bindings: dict[str, dict[str, _Binding]]
+                       ) -> list[tuple[int | str, _Binding]]:
+        out: list[tuple[int | str, _Binding]] = []
+        items: list[tuple[int | str, str]] = list(enumerate(call.args))
+        items += [(name, value) for name, value in call.keywords]
+        cls = self.owner_class_name(module, scope)
+        own = bindings.get(key(module, scope), {})
+        for slot, text in items:
+            if not _SIMPLE_EXPR.fullmatch(text):
+                continue
+            expanded = self.expand(module, scope, call.line, text)
+            for rule in self.rules.receivers:
+                if rule.applies_in(module, cls) and rule.regex.fullmatch(expanded):
+                    out.append((slot, _Binding(rule.role, rule.scope, rule.pattern)))
+                    break
+            else:
+                if expanded in own:
+                    out.append((slot, own[expanded]))
+        return out
+
+    # -------------------------------------------------------------------- sites
+
+    def context_pairs(self, module: str, scope: str, role: str, rule_scope: str,
+                      branches: tuple[Branch, ...]) -> tuple[set[Pair], bool]:
+        roles = ("target", "draft") if role == "runner" else (role,)
+        admitted, decided = self.algos.admitted(branches)
+        if rule_scope == "worker":
+            algorithms = self.reached_by.get(key(module, scope), set())
+            if not algorithms:
+                algorithms = self._module_fallback(module)
+            pairs = {(a, r) for a in algorithms for r in roles} & admitted
+            return pairs, decided
+        # Runner code runs with every algorithm and without one: only what the
+        # conditions narrow counts as a speculative requirement.
+        pairs = {(a, r) for a, r in admitted if r in roles}
+        kept: set[Pair] = set()
+        for r in roles:
+            algorithms = {a for a, rr in pairs if rr == r}
+            if not (self.speculative <= algorithms and "NONE" in algorithms):
+                kept |= {(a, r) for a in algorithms}
+        return kept, decided
+
+    def _module_fallback(self, module: str) -> set[str]:
+        """Code no worker was seen to call: the algorithms whose workers live beside it."""
+        found: set[str] = set()
+        for algorithm, workers in self.algos.workers.items():
+            if any(split_key(w)[0] == module for w in workers):
+                found.add(algorithm)
+        return found
+
+    def path_to(self, algorithm: str, module: str, scope: str) -> tuple[str, ...]:
+        path = self.paths.get(algorithm, {}).get(key(module, scope))
+        return tuple(path[1:]) if path else ()
+
+
+def _aliases(facts: ModuleFacts) -> dict[str, dict[str, list[tuple[int, str]]]]:
+    """scope -> local name -> [(line, value text)] for `name = <dotted expression>`."""
+    out: dict[str, dict[str, list[tuple[int, str]]]] = {}
+    for a in facts.assigns:
+        if not a.context.scope or not a.target.isidentifier() or a.value is None:
+            continue
+        if a.value.op == "ref" or (a.value.op == "other" and _SIMPLE_EXPR.fullmatch(a.value.text)):
+            out.setdefault(a.context.scope, {}).setdefault(a.target, []).append(
+                (a.line, a.value.text))
+    return out
+
+
+def _match_params(fn: FunctionDef, passed: list[tuple[int | str, _Binding]]
+                  ) -> Iterable[tuple[str, _Binding]]:
+    params = list(fn.params)
+    if fn.owner is not None and params and params[0].name in ("self", "cls"):
+        params = params[1:]
+    positional = [p for p in params if p.kind == "positional"]
+    names = {p.name for p in params}
+    for slot, binding in passed:
+        if isinstance(slot, int):
+            if slot < len(positional):
+                yield positional[slot].name, binding
+        elif slot in names:
+            yield slot, binding
+
+
+def _guard_of(site_receiver: str, member: str, context: Context, analysis: _Analysis,
+              module: str, line: int) -> str:
+    if context.catches_attribute_error:
+        return "except AttributeError"
+    for br in context.branches:
+        if br.holds and _mentions_hasattr(br.test, site_receiver, member, analysis, module,
+                                          context.scope, line):
+            return "hasattr"
+    return ""
+
+
+def _mentions_hasattr(test: object, receiver: str, member: str, analysis: _Analysis,
+                      module: str, scope: str, line: int) -> bool:
+    from tracker.facts import Cond
+
+    assert isinstance(test, Cond)
+    if test.op == "and":
+        return any(_mentions_hasattr(a, receiver, member, analysis, module, scope, line)
+                   for a in test.args)
+    if test.op == "call" and test.text == "hasattr" and len(test.args) >= 2:
+        obj, name = test.args[0], test.args[1]
+        return (name.op == "str" and name.text == member
+                and analysis.expand(module, scope, line, obj.render()) == receiver)
+    return False
+
+
+def _arity(call: Call) -> str:
+    if call.star_args:
+        return "*"
+    kw = len(call.keywords)
+    return f"{call.positional}+{kw}kw" if kw else str(call.positional)
+
+
+def build_interface(version: str, index: VersionIndex, rules: RoleRules | None = None
+                    ) -> Interface:
+    rules = rules or load_rules()
+    an = _Analysis(version, index, rules)
+    algos = an.algos
+    interface = Interface(
+        version=version,
+        algorithms=algos.speculative,
+        workers={a: tuple(sorted(w.rpartition(":")[2] for w in ws))
+                 for a, ws in sorted(algos.workers.items())},
+        warnings=list(algos.warnings),
+    )
+    # (algorithm, role, member, kind) -> sites
+    found: dict[tuple[str, str, str, str], list[Site]] = defaultdict(list)
+    outputs: dict[tuple[str, str, str], list[Site]] = defaultdict(list)
+    configs: dict[tuple[str, str, str], list[Site]] = defaultdict(list)
+    rules_hit: set[str] = set()
+
+    def add(pairs: set[Pair], member: str, kind: str, site_for: object) -> None:
+        for algorithm, role in sorted(pairs):
+            if algorithm == "NONE":
+                continue
+            site = site_for(algorithm)  # type: ignore[operator]
+            found[(algorithm, role, member, kind)].append(site)
+
+    for facts in index.iter_modules():
+        module = facts.module_name
+        path = facts.path
+        for call in facts.calls:
+            scope = call.context.scope
+            _collect_call(an, module, path, call, add, rules_hit)
+            receiver = call.receiver
+            if receiver is not None and call.name == "get" and call.args and any(
+                    p.fullmatch(receiver) for p in rules.config_receivers):
+                key_name = call.args[0].strip("'\"")
+                _collect_field(an, module, path, scope, call.line, call.context.branches,
+                               receiver.rpartition(".")[2], key_name, configs)
+        for read in facts.reads:
+            _collect_read(an, module, path, read, add, rules_hit)
+            patterns = (rules.config_receivers if read.kind == "key"
+                        else rules.output_receivers)
+            if any(p.fullmatch(read.receiver) for p in patterns):
+                target = configs if read.kind == "key" else outputs
+                _collect_field(an, module, path, read.context.scope, read.line,
+                               read.context.branches, read.receiver.rpartition(".")[2],
+                               read.name, target)
+
+    for (algorithm, role, member, kind), sites in sorted(found.items()):
+        unique = sorted(set(sites))
+        status = min((s.status for s in unique), key=STATUS_ORDER.__getitem__)
+        interface.requirements.append(
+            Requirement(algorithm, role, member, kind, status, tuple(unique)))
+    for bucket, target in ((outputs, interface.output_fields),
+                           (configs, interface.config_keys)):
+        for (algorithm, owner, name), sites in sorted(bucket.items()):
+            target.append(FieldUse(algorithm, owner, name, tuple(sorted(set(sites)))))
+    for algorithm in algos.speculative:
+        if algorithm in algos.workers and not interface.for_algorithm(algorithm, "target"):
+            workers = ", ".join(interface.workers.get(algorithm, ()))
+            interface.warnings.append(
+                f"{version}: {algorithm} requires no target-model member: its workers "
+                f"({workers}) use none, or the role rules do not know their receivers")
+    if not any(r.role == "target" for r in interface.requirements):
+        interface.warnings.append(
+            f"{version}: no receiver of the role rules matched anywhere")
+    return interface
+
+
+def _site(an: _Analysis, algorithm: str, module: str, path: str, scope: str, line: int,
+          branches: tuple[Branch, ...], status: str, guard: str, arity: str) -> Site:
+    return Site(
+        path=path, line=line, function=scope,
+        condition=" and ".join(b.render() for b in branches),
+        status=status, guard=guard, arity=arity,
+        call_path=an.path_to(algorithm, module, scope),
+    )
+
+
+def _status(decided: bool, guard: str) -> str:
+    if guard and guard != "hasattr-raises":
+        return "optional"
+    return "required" if decided else "conditional"
+
+
+def _collect_call(an: _Analysis, module: str, path: str, call: Call, add: object,
+                  rules_hit: set[str]) -> None:
+    scope = call.context.scope
+    if not scope:
+        return
+    ctx = call.context
+    if call.receiver is None and call.name in ("hasattr", "getattr") and len(call.args) >= 2:
+        obj, name = call.args[0], call.args[1]
+        if not (name[:1] in "'\"" and name[-1:] == name[:1]):
+            return
+        member_name = name[1:-1]
+        found = an.role_of(module, scope, call.line, obj, member_name)
+        if found is None:
+            return
+        rule, member, _how = found
+        if call.name == "hasattr":
+            guard = "hasattr-raises" if call.asserted else "hasattr"
+        else:
+            guard = "getattr-default" if len(call.args) >= 3 or call.keywords else ""
+        pairs, decided = an.context_pairs(module, scope, rule.role, rule.scope, ctx.branches)
+        status = _status(decided, guard)
+        add(pairs, member, "attribute", lambda a: _site(  # type: ignore[operator]
+            an, a, module, path, scope, call.line, ctx.branches, status, guard, ""))
+        return
+    if call.receiver is None:
+        return
+    found = an.role_of(module, scope, call.line, call.receiver, call.name)
+    if found is None:
+        return
+    rule, member, how = found
+    rules_hit.add(rule.role)
+    guard = _guard_of(an.expand(module, scope, call.line, call.receiver), call.name, ctx,
+                      an, module, call.line)
+    pairs, decided = an.context_pairs(module, scope, rule.role, rule.scope, ctx.branches)
+    status = _status(decided, guard)
+    kind = "call" if how == "direct" else "attribute"
+    arity = _arity(call) if kind == "call" else ""
+    add(pairs, member, kind, lambda a: _site(  # type: ignore[operator]
+        an, a, module, path, scope, call.line, ctx.branches, status, guard, arity))
+
+
+def _collect_read(an: _Analysis, module: str, path: str, read: Read, add: object,
+                  rules_hit: set[str]) -> None:
+    scope = read.context.scope
+    if not scope or read.kind != "attr":
+        return
+    found = an.role_of(module, scope, read.line, read.receiver, read.name)
+    if found is None:
+        return
+    rule, member, _how = found
+    ctx = read.context
+    guard = _guard_of(an.expand(module, scope, read.line, read.receiver), read.name, ctx,
+                      an, module, read.line)
+    pairs, decided = an.context_pairs(module, scope, rule.role, rule.scope, ctx.branches)
+    status = _status(decided, guard)
+    add(pairs, member, "attribute", lambda a: _site(  # type: ignore[operator]
+        an, a, module, path, scope, read.line, ctx.branches, status, guard, ""))
+
+
+def _collect_field(an: _Analysis, module: str, path: str, scope: str, line: int,
+                   branches: tuple[Branch, ...], owner: str, name: str,
+                   bucket: dict[tuple[str, str, str], list[Site]]) -> None:
+    if not scope:
+        return
+    pairs, decided = an.context_pairs(module, scope, "target", "worker", branches)
+    if not pairs:
+        pairs, decided = an.context_pairs(module, scope, "runner", "runner", branches)
+    for algorithm in sorted({a for a, _ in pairs} - {"NONE"}):
+        bucket[(algorithm, owner, name)].append(_site(
+            an, algorithm, module, path, scope, line, branches,
+            _status(decided, ""), "", ""))

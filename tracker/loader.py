@@ -1,0 +1,62 @@
+"""Which files of a version the analysis reads, and the index built from their facts.
+
+Reading all of `srt/` (2,000+ files in late releases) would be wasted work: the interface
+lives in the speculative package, the model executor and the scheduler, the wrappers in
+`models/`. Other modules are pulled in only when a class there is a base of a loaded
+class (a model deriving from a shared mixin, say).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+
+from tracker.factstore import Progress, load_facts
+from tracker.index import VersionIndex
+from tracker.sources.base import SRT_PREFIX, VersionTree
+
+SEED_DIRS = ("speculative/", "model_executor/", "models/")
+SEED_FILES = ("managers/scheduler.py", "managers/tp_worker.py", "server_args.py")
+
+
+def seed_paths(tree: VersionTree) -> list[str]:
+    out = []
+    for path in tree.files:
+        if not path.startswith(SRT_PREFIX):
+            continue
+        rel = path[len(SRT_PREFIX):]
+        if rel.startswith(SEED_DIRS) or rel in SEED_FILES or rel.startswith("managers/tp_worker"):
+            out.append(path)
+    return sorted(out)
+
+
+def module_path(tree: VersionTree, module: str) -> str | None:
+    base = "python/" + module.replace(".", "/")
+    for candidate in (base + ".py", base + "/__init__.py"):
+        if candidate in tree.files:
+            return candidate
+    return None
+
+
+def load_index(tree: VersionTree, progress: Progress | None = None,
+               on_phase: Callable[[str], None] | None = None) -> VersionIndex:
+    paths = seed_paths(tree)
+    facts = load_facts(tree, paths, progress=progress)
+    for _ in range(4):
+        index = VersionIndex(facts)
+        wanted: set[str] = set()
+        for cls in index.classes:
+            for res in index.bases(cls):
+                if res.external and res.external.startswith("sglang."):
+                    parts = res.external.split(".")
+                    for cut in range(len(parts) - 1, 1, -1):
+                        found = module_path(tree, ".".join(parts[:cut]))
+                        if found is not None:
+                            if found not in facts:
+                                wanted.add(found)
+                            break
+        if not wanted:
+            return index
+        if on_phase is not None:
+            on_phase(f"reading {len(wanted)} more modules for base classes")
+        facts.update(load_facts(tree, sorted(wanted)))
+    return VersionIndex(facts)

@@ -1,0 +1,587 @@
+"""Python source bytes -> ModuleFacts, with tree-sitter and the queries in `queries/`.
+
+The only module that imports tree_sitter. Each file is parsed once and every query runs on
+the same tree; what the queries capture becomes plain facts. The conditions around each
+site are found in one sweep over byte intervals (no per-site walk up the tree), which keeps
+extraction within a small factor of the bare parse.
+"""
+
+from __future__ import annotations
+
+import hashlib
+from dataclasses import dataclass
+from functools import cache
+from typing import Any
+
+import tree_sitter_python
+from tree_sitter import Language, Node, Parser, Query, QueryCursor
+
+from tracker.facts import (
+    Assign,
+    Branch,
+    Call,
+    ClassDef,
+    Cond,
+    Context,
+    FunctionDef,
+    Import,
+    ModuleFacts,
+    Param,
+    Read,
+    Return,
+)
+from tracker.resources import queries_dir
+
+QUERY_NAMES = (
+    "definitions",
+    "call_sites",
+    "attribute_reads",
+    "assignments",
+    "imports",
+    "returns",
+    "branches",
+)
+
+_MAX_TEXT = 160  # source excerpts kept in facts (argument and condition text) are shortened
+_LANGUAGE = Language(tree_sitter_python.language())
+
+
+@cache
+def query_text(name: str) -> str:
+    return (queries_dir() / f"{name}.scm").read_text(encoding="utf-8")
+
+
+@cache
+def query_set_hash() -> str:
+    """A digest of every query file: facts from other queries are other facts."""
+    digest = hashlib.sha256()
+    for name in QUERY_NAMES:
+        digest.update(name.encode())
+        digest.update(query_text(name).encode())
+    return digest.hexdigest()[:16]
+
+
+@cache
+def compiled_query(name: str) -> Query:
+    return Query(_LANGUAGE, query_text(name))
+
+
+@cache
+def _combined_query() -> tuple[Query, tuple[str, ...]]:
+    """All queries as one: a single pass over the tree instead of one per file.
+
+    Returns the query and, per pattern index, the name of the file it came from.
+    """
+    owners: list[str] = []
+    for name in QUERY_NAMES:
+        owners.extend([name] * compiled_query(name).pattern_count)
+    text = "\n".join(query_text(name) for name in QUERY_NAMES)
+    return Query(_LANGUAGE, text), tuple(owners)
+
+
+@cache
+def _parser() -> Parser:
+    return Parser(_LANGUAGE)
+
+
+def run_query(name: str, source: bytes) -> list[tuple[int, dict[str, list[Node]]]]:
+    """Matches of one query on `source`: for the query fixture tests and debugging."""
+    tree = _parser().parse(source)
+    return list(QueryCursor(compiled_query(name)).matches(tree.root_node))
+
+
+def _text(node: Node) -> str:
+    raw = node.text
+    return raw.decode("utf-8", "replace") if raw is not None else ""
+
+
+def _short(node: Node) -> str:
+    text = " ".join(_text(node).split())
+    return text if len(text) <= _MAX_TEXT else text[: _MAX_TEXT - 1] + "…"
+
+
+def _line(node: Node) -> int:
+    return node.start_point.row + 1
+
+
+# ---------------------------------------------------------------------------- conditions
+
+
+def cond_of(node: Node) -> Cond:
+    """An expression node as a Cond tree (see tracker.facts.Cond)."""
+    kind = node.type
+    if kind == "parenthesized_expression":
+        inner = node.named_children
+        return cond_of(inner[0]) if len(inner) == 1 else Cond("other", _short(node))
+    if kind == "boolean_operator":
+        op_node = node.child_by_field_name("operator")
+        op = _text(op_node) if op_node is not None else "and"
+        args: list[Cond] = []
+        for side in (node.child_by_field_name("left"), node.child_by_field_name("right")):
+            if side is None:
+                continue
+            sub = cond_of(side)
+            args.extend(sub.args if sub.op == op else (sub,))
+        return Cond(op, "", tuple(args))
+    if kind == "not_operator":
+        arg = node.child_by_field_name("argument")
+        return Cond("not", "", (cond_of(arg),)) if arg is not None else Cond("other", "")
+    if kind == "call":
+        func = node.child_by_field_name("function")
+        arguments = node.child_by_field_name("arguments")
+        call_args: tuple[Cond, ...] = ()
+        if arguments is not None and arguments.type == "argument_list":
+            call_args = tuple(
+                cond_of(a) for a in arguments.named_children if a.type != "comment"
+            )[:4]
+        return Cond("call", _short(func) if func is not None else "", call_args)
+    if kind in ("identifier", "attribute"):
+        return Cond("ref", _short(node))
+    if kind == "comparison_operator":
+        operators = " ".join(_text(c) for c in node.children if not c.is_named)
+        operands = tuple(cond_of(c) for c in node.named_children)
+        return Cond("cmp", operators, operands)
+    if kind in ("tuple", "list", "set"):
+        return Cond("seq", "", tuple(cond_of(c) for c in node.named_children)[:16])
+    if kind == "string":
+        parts = [c for c in node.named_children if c.type == "string_content"]
+        if len(parts) == 1 and not any(c.type == "interpolation" for c in node.named_children):
+            return Cond("str", _text(parts[0]))
+    return Cond("other", _short(node))
+
+
+# ------------------------------------------------------------------------------ intervals
+
+
+@dataclass(slots=True)
+class _Interval:
+    start: int
+    end: int
+    kind: str  # "scope" | "branch" | "try"
+    name: str = ""  # scope name
+    branches: tuple[Branch, ...] = ()
+    context: Context | None = None
+
+
+def _if_intervals(stmt: Node, out: list[_Interval]) -> None:
+    """if/elif/else: each body runs under its own test and the negation of the ones before."""
+    cond_node = stmt.child_by_field_name("condition")
+    body = stmt.child_by_field_name("consequence")
+    if cond_node is None or body is None:
+        return
+    previous: list[Branch] = []
+    test = cond_of(cond_node)
+    out.append(_Interval(body.start_byte, body.end_byte, "branch", branches=(Branch(test, True),)))
+    previous.append(Branch(test, False))
+    alternatives = stmt.children_by_field_name("alternative")
+    for alt in alternatives:
+        if alt.type == "elif_clause":
+            alt_cond = alt.child_by_field_name("condition")
+            alt_body = alt.child_by_field_name("consequence")
+            if alt_cond is None or alt_body is None:
+                continue
+            # The elif test itself is evaluated only when the earlier tests failed.
+            out.append(_Interval(alt_cond.start_byte, alt_cond.end_byte, "branch",
+                                 branches=tuple(previous)))
+            alt_test = cond_of(alt_cond)
+            out.append(_Interval(alt_body.start_byte, alt_body.end_byte, "branch",
+                                 branches=(*previous, Branch(alt_test, True))))
+            previous.append(Branch(alt_test, False))
+        elif alt.type == "else_clause":
+            else_body = alt.child_by_field_name("body")
+            if else_body is not None:
+                out.append(_Interval(else_body.start_byte, else_body.end_byte, "branch",
+                                     branches=tuple(previous)))
+    if not alternatives and _exits(body):
+        # Guard clause: `if not ready: return` -- the rest of the block runs under `ready`.
+        parent = stmt.parent
+        if parent is not None and parent.end_byte > stmt.end_byte:
+            out.append(_Interval(stmt.end_byte, parent.end_byte, "branch",
+                                 branches=(Branch(test, False),)))
+
+
+def _exits(block: Node) -> bool:
+    last = block.named_children[-1] if block.named_child_count else None
+    return last is not None and last.type in (
+        "return_statement", "raise_statement", "continue_statement", "break_statement",
+    )
+
+
+def _catches_attribute_error(handler: Node) -> bool:
+    value = handler.child_by_field_name("value")
+    if value is None:
+        # A bare `except:` (or `except Exception`) swallows AttributeError too.
+        return not any(c.type not in ("except", ":", "block", "comment") for c in handler.children)
+    names = _text(value)
+    return any(n in names for n in ("AttributeError", "Exception", "BaseException"))
+
+
+def _build_contexts(intervals: list[_Interval], sites: list[tuple[int, int, Any]]) -> None:
+    """Sweep intervals and site positions in byte order; give each site its Context.
+
+    `sites` holds (start_byte, index, setter, rank) where setter(context) stores the
+    context; rank 0 sorts before intervals starting at the same byte, rank 2 after.
+    """
+    root = Context("")
+    # At one position: definitions first (a class's own name lives outside its scope),
+    # then intervals outermost first, then the sites inside them.
+    events: list[tuple[int, int, int, int, Any]] = []
+    for iv in intervals:
+        events.append((iv.start, 1, -iv.end, 0, iv))
+    for pos, order, setter, rank in sites:
+        events.append((pos, rank, 0, order, setter))
+    events.sort(key=lambda e: (e[0], e[1], e[2], e[3]))
+    stack: list[_Interval] = []
+    for pos, rank, _neg_end, _order, payload in events:
+        while stack and stack[-1].end <= pos:
+            stack.pop()
+        parent = stack[-1].context if stack else root
+        assert parent is not None
+        if rank != 1:
+            payload(parent)
+            continue
+        iv: _Interval = payload
+        if iv.kind == "scope":
+            scope = f"{parent.scope}.{iv.name}" if parent.scope else iv.name
+            # A function body runs when called, not where it is defined: fresh conditions.
+            iv.context = Context(scope)
+        elif iv.kind == "branch":
+            iv.context = Context(parent.scope, parent.branches + iv.branches,
+                                 parent.catches_attribute_error)
+        else:  # try
+            iv.context = Context(parent.scope, parent.branches, True)
+        stack.append(iv)
+
+
+# --------------------------------------------------------------------------------- facts
+
+
+def _params(node: Node) -> tuple[Param, ...]:
+    params: list[Param] = []
+    keyword_only = False
+    for child in node.named_children:
+        kind = child.type
+        if kind == "identifier":
+            params.append(Param(_text(child), "keyword_only" if keyword_only else "positional"))
+        elif kind in ("typed_parameter", "default_parameter", "typed_default_parameter"):
+            name_node = child.child_by_field_name("name")
+            if name_node is None:  # typed_parameter holds its name (or a splat) as a child
+                first = child.named_children[0] if child.named_child_count else None
+                if first is not None and first.type == "list_splat_pattern":
+                    params.append(Param(_text(first).lstrip("*"), "var_positional"))
+                    keyword_only = True
+                    continue
+                if first is not None and first.type == "dictionary_splat_pattern":
+                    params.append(Param(_text(first).lstrip("*"), "var_keyword"))
+                    continue
+                name_node = first
+            type_node = child.child_by_field_name("type")
+            params.append(Param(
+                _text(name_node) if name_node is not None else "?",
+                "keyword_only" if keyword_only else "positional",
+                has_default=kind != "typed_parameter",
+                annotation=_short(type_node) if type_node is not None else None,
+            ))
+        elif kind == "list_splat_pattern":
+            params.append(Param(_text(child).lstrip("*"), "var_positional"))
+            keyword_only = True
+        elif kind == "keyword_separator":
+            keyword_only = True
+        elif kind == "dictionary_splat_pattern":
+            params.append(Param(_text(child).lstrip("*"), "var_keyword"))
+    return tuple(params)
+
+
+def _argument_shape(
+    arguments: Node,
+) -> tuple[int, tuple[tuple[str, str], ...], bool, tuple[str, ...]]:
+    if arguments.type != "argument_list":  # f(x for x in xs)
+        return 1, (), False, (_short(arguments),)
+    positional = 0
+    keywords: list[tuple[str, str]] = []
+    star = False
+    texts: list[str] = []
+    for arg in arguments.named_children:
+        kind = arg.type
+        if kind == "keyword_argument":
+            name = arg.child_by_field_name("name")
+            value = arg.child_by_field_name("value")
+            keywords.append((_text(name) if name is not None else "?",
+                             _short(value) if value is not None else ""))
+        elif kind in ("list_splat", "dictionary_splat"):
+            star = True
+        elif kind != "comment":
+            positional += 1
+            if len(texts) < 6:
+                texts.append(_short(arg))
+    return positional, tuple(keywords), star, tuple(texts)
+
+
+def _relative_module(node: Node) -> tuple[str, int]:
+    if node.type == "relative_import":
+        text = _text(node)
+        stripped = text.lstrip(".")
+        return stripped, len(text) - len(stripped)
+    return _text(node), 0
+
+
+class _Builder:
+    """Collects facts of one module; contexts are filled in by the sweep at the end."""
+
+    def __init__(self, source: bytes) -> None:
+        self.root = _parser().parse(source).root_node
+        self.intervals: list[_Interval] = []
+        self.sites: list[tuple[int, int, Any, int]] = []
+        self.contexts: list[Context | None] = []
+
+    def site(self, node: Node, *, definition: bool = False) -> int:
+        """Register a site at `node`; returns the slot its Context will be stored in.
+        A definition's context is the one around it, not its own scope."""
+        slot = len(self.contexts)
+        self.contexts.append(None)
+
+        def store(context: Context, slot: int = slot) -> None:
+            self.contexts[slot] = context
+
+        self.sites.append((node.start_byte, slot, store, 0 if definition else 2))
+        return slot
+
+    def all_matches(self) -> dict[str, list[dict[str, list[Node]]]]:
+        query, owners = _combined_query()
+        grouped: dict[str, list[dict[str, list[Node]]]] = {name: [] for name in QUERY_NAMES}
+        for pattern, caps in QueryCursor(query).matches(self.root):
+            grouped[owners[pattern]].append(caps)
+        return grouped
+
+
+def extract_facts(path: str, content_id: str, source: bytes) -> ModuleFacts:
+    """Every fact of one file. Never raises on bad Python: ERROR nodes are recorded."""
+    b = _Builder(source)
+    found = b.all_matches()
+
+    # Scopes and definitions.
+    decorators: dict[int, list[str]] = {}
+    class_sites: list[tuple[int, Node, Node, Node | None]] = []
+    func_sites: list[tuple[int, Node, Node, Node]] = []
+    for caps in found["definitions"]:
+        for deco in caps.get("definition.decorator", ()):
+            parent = deco.parent
+            target = parent.child_by_field_name("definition") if parent is not None else None
+            if target is not None:
+                decorators.setdefault(target.start_byte, []).append(_short(deco).lstrip("@"))
+        if "class.definition" in caps:
+            node = caps["class.definition"][0]
+            bases = caps.get("class.bases", [None])[0]
+            b.intervals.append(_Interval(node.start_byte, node.end_byte, "scope",
+                                         name=_text(caps["class.name"][0])))
+            class_sites.append((b.site(node, definition=True), node, caps["class.name"][0], bases))
+        elif "function.definition" in caps:
+            node = caps["function.definition"][0]
+            b.intervals.append(_Interval(node.start_byte, node.end_byte, "scope",
+                                         name=_text(caps["function.name"][0])))
+            func_sites.append((b.site(node, definition=True), node, caps["function.name"][0],
+                               caps["function.parameters"][0]))
+
+    # Branches, guards, try blocks.
+    asserted_calls: set[int] = set()
+    for caps in found["branches"]:
+        if "if.statement" in caps:
+            stmt = caps["if.statement"][0]
+            _if_intervals(stmt, b.intervals)
+            cond_node = caps["if.condition"][0]
+            body = caps["if.consequence"][0]
+            if (cond_node.type == "not_operator" and body.named_child_count
+                    and body.named_children[-1].type == "raise_statement"):
+                arg = cond_node.child_by_field_name("argument")
+                if arg is not None and arg.type == "call":
+                    asserted_calls.add(arg.start_byte)
+        elif "boolean.expression" in caps:
+            expr = caps["boolean.expression"][0]
+            left = caps["boolean.left"][0]
+            right = caps["boolean.right"][0]
+            op_node = expr.child_by_field_name("operator")
+            holds = op_node is None or _text(op_node) == "and"
+            b.intervals.append(_Interval(right.start_byte, right.end_byte, "branch",
+                                         branches=(Branch(cond_of(left), holds),)))
+        elif "ternary.expression" in caps:
+            parts = caps["ternary.expression"][0].named_children
+            if len(parts) == 3:
+                then_node, test_node, else_node = parts
+                test = cond_of(test_node)
+                b.intervals.append(_Interval(then_node.start_byte, then_node.end_byte, "branch",
+                                             branches=(Branch(test, True),)))
+                b.intervals.append(_Interval(else_node.start_byte, else_node.end_byte, "branch",
+                                             branches=(Branch(test, False),)))
+        elif "try.body" in caps:
+            if any(_catches_attribute_error(h) for h in caps["try.handler"]):
+                body = caps["try.body"][0]
+                b.intervals.append(_Interval(body.start_byte, body.end_byte, "try"))
+        elif "assert.test" in caps:
+            test_node = caps["assert.test"][0]
+            if test_node.type == "call":
+                asserted_calls.add(test_node.start_byte)
+
+    # Calls.
+    call_function_spans: set[tuple[int, int]] = set()
+    call_rows: list[tuple[int, Node, str, str | None, Node]] = []
+    for caps in found["call_sites"]:
+        site = caps["call.site"][0]
+        member = caps["call.member"][0]
+        receiver_nodes = caps.get("call.receiver")
+        receiver = _short(receiver_nodes[0]) if receiver_nodes else None
+        if receiver_nodes:
+            call_function_spans.add((receiver_nodes[0].start_byte, member.end_byte))
+        call_rows.append((b.site(site), site, _text(member), receiver, caps["call.arguments"][0]))
+
+    # Assignments (their attribute targets are writes, not reads).
+    store_spans: set[tuple[int, int]] = set()
+    assign_rows: list[tuple[int, Node, Node, Node]] = []
+    for caps in found["assignments"]:
+        site = caps["assign.site"][0]
+        target = caps["assign.target"][0]
+        value = caps["assign.value"][0]
+        targets = (
+            [t for t in target.named_children if t.type != "comment"]
+            if target.type in ("pattern_list", "tuple_pattern", "list_pattern")
+            else [target]
+        )
+        for t in targets:
+            store_spans.add((t.start_byte, t.end_byte))
+            assign_rows.append((b.site(site), t, value, site))
+
+    # Reads.
+    read_rows: list[tuple[int, str, str, int, str]] = []
+    for caps in found["attribute_reads"]:
+        if "read.site" in caps:
+            site = caps["read.site"][0]
+            span = (site.start_byte, site.end_byte)
+            if span in call_function_spans or span in store_spans:
+                continue
+            read_rows.append((b.site(site), _text(caps["read.member"][0]),
+                              _short(caps["read.receiver"][0]), _line(site), "attr"))
+        elif "read.key_site" in caps:
+            site = caps["read.key_site"][0]
+            if (site.start_byte, site.end_byte) in store_spans:
+                continue
+            read_rows.append((b.site(site), _text(caps["read.key"][0]),
+                              _short(caps["read.receiver"][0]), _line(site), "key"))
+
+    # Returns and imports.
+    return_rows = [(b.site(caps["return.site"][0]), caps["return.value"][0])
+                   for caps in found["returns"]]
+    import_rows: list[tuple[int, str, str | None, str | None, int, int]] = []
+    for caps in found["imports"]:
+        if "import.from" in caps:
+            module, level = _relative_module(caps["import.from"][0])
+            if "import.wildcard" in caps:
+                name: str | None = "*"
+                anchor = caps["import.wildcard"][0]
+            else:
+                anchor = caps["import.name"][0]
+                name = _text(anchor)
+        else:
+            anchor = caps["import.module"][0]
+            module, level, name = _text(anchor), 0, None
+        alias_nodes = caps.get("import.alias")
+        alias = _text(alias_nodes[0]) if alias_nodes else None
+        import_rows.append((b.site(anchor), module, name, alias, level, _line(anchor)))
+
+    _build_contexts(b.intervals, b.sites)
+    ctx = b.contexts
+
+    def context(slot: int) -> Context:
+        found = ctx[slot]
+        assert found is not None
+        return found
+
+    classes = tuple(
+        ClassDef(
+            name=_text(name),
+            qualname=_join(context(slot).scope, _text(name)),
+            line=_line(node),
+            end_line=node.end_point.row + 1,
+            bases=tuple(_short(a) for a in bases.named_children
+                        if a.type not in ("keyword_argument", "comment"))
+            if bases is not None else (),
+            decorators=tuple(decorators.get(node.start_byte, ())),
+        )
+        for slot, node, name, bases in class_sites
+    )
+    class_names = {c.qualname for c in classes}
+    functions = []
+    for slot, node, name, params in func_sites:
+        outer = context(slot).scope
+        functions.append(FunctionDef(
+            name=_text(name),
+            qualname=_join(outer, _text(name)),
+            line=_line(node),
+            end_line=node.end_point.row + 1,
+            params=_params(params),
+            decorators=tuple(decorators.get(node.start_byte, ())),
+            owner=outer if outer in class_names else None,
+        ))
+    calls = []
+    for slot, site, member, receiver, arguments in call_rows:
+        positional, keywords, star, texts = _argument_shape(arguments)
+        calls.append(Call(
+            name=member, receiver=receiver, line=_line(site), context=context(slot),
+            positional=positional, keywords=keywords, star_args=star, args=texts,
+            asserted=site.start_byte in asserted_calls,
+        ))
+    assigns = []
+    for slot, target, value, site in assign_rows:
+        value_call = None
+        value_names: tuple[str, ...] = ()
+        if value.type == "call":
+            func = value.child_by_field_name("function")
+            value_call = _short(func) if func is not None else None
+        elif value.type in ("list", "tuple"):
+            value_names = tuple(_short(v) for v in value.named_children
+                                if v.type in ("identifier", "attribute"))
+        assigns.append(Assign(
+            target=_short(target), line=_line(site), context=context(slot),
+            value_call=value_call, value_names=value_names, value=cond_of(value),
+        ))
+    reads = tuple(Read(name=n, receiver=r, line=line, context=context(slot), kind=kind)
+                  for slot, n, r, line, kind in read_rows)
+    returns = tuple(Return(cond_of(value), _line(value), context(slot))
+                    for slot, value in return_rows)
+    imports = []
+    for slot, module, name, alias, level, line in import_rows:
+        c = context(slot)
+        imports.append(Import(
+            module=module, name=name, alias=alias, level=level, line=line, scope=c.scope,
+            type_checking=any(br.holds and "TYPE_CHECKING" in br.test.render()
+                              for br in c.branches),
+        ))
+    return ModuleFacts(
+        path=path,
+        content_id=content_id,
+        classes=classes,
+        functions=tuple(functions),
+        imports=tuple(imports),
+        calls=tuple(calls),
+        reads=reads,
+        assigns=tuple(assigns),
+        returns=returns,
+        error_lines=_error_lines(b.root),
+    )
+
+
+def _join(outer: str, name: str) -> str:
+    return f"{outer}.{name}" if outer else name
+
+
+def _error_lines(root: Node) -> tuple[int, ...]:
+    if not root.has_error:
+        return ()
+    lines: set[int] = set()
+    # Walk only into subtrees that contain an error: cheap for mostly valid files.
+    stack = [root]
+    while stack:
+        node = stack.pop()
+        if node.is_error or node.is_missing:
+            lines.add(node.start_point.row + 1)
+            continue
+        stack.extend(c for c in node.children if c.has_error or c.is_missing)
+    return tuple(sorted(lines))
