@@ -187,7 +187,9 @@ class VersionIndex:
             module = ".".join(parts[:cut])
             if module in self.modules:
                 rest = ".".join(parts[cut:])
-                return self.resolve_name(module, rest, "", depth + 1)
+                found = self.resolve_name(module, rest, "", depth + 1)
+                # Not bound in that package: a submodule of it that is not loaded.
+                return found if found is not None else f"ext:{dotted}"
         if dotted in self.modules:
             return f"mod:{dotted}"
         return f"ext:{dotted}"

@@ -361,7 +361,9 @@ def build_interface(version: str, index: VersionIndex, rules: RoleRules | None =
                                read.name, target)
 
     for (algorithm, role, member, kind), sites in sorted(found.items()):
-        unique = sorted(set(sites))
+        # The plainest site first: required before guarded, unconditional before nested.
+        unique = sorted(set(sites), key=lambda s: (STATUS_ORDER[s.status], len(s.condition),
+                                                   s.path, s.line))
         status = min((s.status for s in unique), key=STATUS_ORDER.__getitem__)
         interface.requirements.append(
             Requirement(algorithm, role, member, kind, status, tuple(unique)))

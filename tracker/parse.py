@@ -585,3 +585,22 @@ def _error_lines(root: Node) -> tuple[int, ...]:
             continue
         stack.extend(c for c in node.children if c.has_error or c.is_missing)
     return tuple(sorted(lines))
+
+
+def function_header(source: bytes, line: int) -> tuple[str, str] | None:
+    """(parameters text, decorators text) of the function defined at `line` (1-based), as
+    written; None when no function starts there. For patches that copy a signature."""
+    root = _parser().parse(source).root_node
+    cursor = QueryCursor(compiled_query("definitions"))
+    for _, caps in cursor.matches(root):
+        node = caps.get("function.definition", [None])[0]
+        if node is None or node.start_point.row + 1 != line:
+            continue
+        params = caps["function.parameters"][0]
+        parent = node.parent
+        decorators = ""
+        if parent is not None and parent.type == "decorated_definition":
+            decorators = "\n".join(_text(d) for d in parent.named_children
+                                   if d.type == "decorator")
+        return _text(params), decorators
+    return None

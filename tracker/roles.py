@@ -50,7 +50,18 @@ class RoleRules:
     config_receivers: tuple[re.Pattern[str], ...]
     algorithm_enum: str
     worker_packages: tuple[str, ...]
+    model_kinds: tuple[tuple[str, re.Pattern[str], tuple[str, ...]], ...]
     source_hash: str
+
+    def model_kind(self, class_name: str) -> str:
+        return self.model_kind_rule(class_name)[0]
+
+    def model_kind_rule(self, class_name: str) -> tuple[str, tuple[str, ...]]:
+        """(kind, algorithms it is checked for; empty: all)."""
+        for kind, pattern, algorithms in self.model_kinds:
+            if pattern.search(class_name):
+                return kind, algorithms
+        return "target", ()
 
 
 def _compile(pattern: str) -> re.Pattern[str]:
@@ -74,12 +85,12 @@ def load_rules() -> RoleRules:
         )
         for r in data.get("receiver", [])
     )
+    import hashlib
+
     flags = {
         f["name"]: {role: bool(f[role]) for role in ("target", "draft") if role in f}
         for f in data.get("role_flag", [])
     }
-    import hashlib
-
     return RoleRules(
         receivers=receivers,
         role_flags=flags,
@@ -87,5 +98,9 @@ def load_rules() -> RoleRules:
         config_receivers=tuple(_compile(p) for p in data["config"]["receivers"]),
         algorithm_enum=data["algorithms"]["enum"],
         worker_packages=tuple(data["algorithms"]["worker_packages"]),
+        model_kinds=tuple(
+            (k["kind"], re.compile(k["pattern"]), tuple(k.get("algorithms", ())))
+            for k in data.get("model_kind", [])
+        ),
         source_hash=hashlib.sha256(raw).hexdigest()[:16],
     )

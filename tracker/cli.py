@@ -1,0 +1,317 @@
+"""The `tracker` command line: parses options, calls one use case, prints, sets the exit code.
+
+Exit codes: 0 success, 1 the requested check failed (`--fail-on`), 2 bad usage or bad
+input, with a one-line reason on stderr. Heavy imports happen inside the commands so that
+`tracker --help` stays fast.
+"""
+
+from __future__ import annotations
+
+import functools
+import os
+import sys
+from collections.abc import Callable
+from pathlib import Path
+from typing import TYPE_CHECKING, Any, TypeVar
+
+import click
+
+from tracker import __version__
+from tracker.errors import TrackerError
+
+if TYPE_CHECKING:
+    from tracker.app import Workspace
+    from tracker.render import RenderOptions
+
+F = TypeVar("F", bound=Callable[..., Any])
+
+ALGORITHM_HELP = "Algorithm name as in the version's SpeculativeAlgorithm enum (EAGLE3, ...)."
+
+
+class Failed(Exception):
+    """The requested check failed: exit 1 (not an error)."""
+
+
+# ------------------------------------------------------------------------ plumbing
+
+
+def _source_options(func: F) -> F:
+    @click.option("--source", "source", metavar="SOURCE",
+                  help="Where SGLang comes from: pypi, git:PATH_OR_URL or dir:PATH. "
+                       "Default: --repo/TRACKER_REPO, the SGLang checkout you are in, else pypi.")
+    @click.option("--repo", envvar="TRACKER_REPO", metavar="PATH_OR_URL",
+                  help="An SGLang git repository (local path or URL) to read tags from.")
+    @click.option("--no-shipped", is_flag=True,
+                  help="Ignore the snapshots shipped with the tool; analyse the source.")
+    @click.option("-q", "--quiet", is_flag=True, help="No progress output.")
+    @functools.wraps(func)
+    def wrapper(*args: Any, **kwargs: Any) -> Any:
+        return func(*args, **kwargs)
+
+    return wrapper  # type: ignore[return-value]
+
+
+def _format_option(*choices: str) -> Callable[[F], F]:
+    return click.option("--format", "fmt", type=click.Choice(choices), default="text",
+                        show_default=True, help="Output format.")
+
+
+def _render_options(func: F) -> F:
+    @click.option("--template-dir", type=click.Path(file_okay=False, path_type=Path),
+                  help="Directory whose templates override the built-in ones.")
+    @click.option("--link-pattern", metavar="PATTERN",
+                  help="URL of a source line; {tag}, {path} and {line} are filled in.")
+    @functools.wraps(func)
+    def wrapper(*args: Any, **kwargs: Any) -> Any:
+        return func(*args, **kwargs)
+
+    return wrapper  # type: ignore[return-value]
+
+
+def _workspace(source: str | None, repo: str | None, no_shipped: bool, quiet: bool
+               ) -> Workspace:
+    from tracker.app import Workspace
+    from tracker.progress import CliReporter
+    from tracker.sources import open_source
+
+    src = open_source(source, repo, Path.cwd())
+    return Workspace(src, reporter=CliReporter(quiet=quiet), use_shipped=not no_shipped)
+
+
+def _render_opts(template_dir: Path | None, link_pattern: str | None, show_all: bool = False
+                 ) -> RenderOptions:
+    from tracker.render import DEFAULT_LINK, RenderOptions
+
+    return RenderOptions(link_pattern=link_pattern or DEFAULT_LINK, template_dir=template_dir,
+                         show_all=show_all)
+
+
+def _emit(text: str, output: Path | None = None) -> None:
+    if output is None:
+        click.echo(text, nl=False)
+        return
+    from tracker.atomic import write_text_atomic
+
+    write_text_atomic(output, text)
+    click.echo(f"wrote {output}", err=True)
+
+
+def _flush_warnings(ws: Workspace) -> None:
+    for w in getattr(ws.source, "warnings", []):
+        click.echo(f"tracker: warning: {w}", err=True)
+
+
+def _pick_algorithms(available: tuple[str, ...], wanted: tuple[str, ...]) -> tuple[str, ...]:
+    if not wanted:
+        return available
+    upper = tuple(a.upper() for a in wanted)
+    unknown = [a for a in upper if a not in available]
+    if unknown:
+        raise TrackerError(f"unknown algorithm {', '.join(unknown)}; this version has "
+                           f"{', '.join(available) or 'none'}")
+    return upper
+
+
+# --------------------------------------------------------------------------- group
+
+
+@click.group(context_settings={"help_option_names": ["-h", "--help"], "max_content_width": 100})
+@click.version_option(__version__, prog_name="tracker")
+def cli() -> None:
+    """What SGLang's speculative decoding algorithms require of model classes, what changed
+    between two versions, and which model wrappers break.
+
+    \b
+    Versions: v0.5.9, 0.5.9, v0.5.8.post1, latest, ranges v0.5.8..v0.5.12, and for git any
+    commit-ish. Sources: the released archives on PyPI (default), a git repository
+    (--repo / TRACKER_REPO / the checkout you are in), or a directory (--source dir:PATH).
+
+    \b
+    Exit codes: 0 success, 1 a requested check failed, 2 bad usage or input.
+    """
+
+
+@cli.command()
+@_source_options
+@_format_option("text", "json")
+def versions(source: str | None, repo: str | None, no_shipped: bool, quiet: bool,
+             fmt: str) -> None:
+    """List the versions a source has, oldest first."""
+    ws = _workspace(source, repo, no_shipped, quiet)
+    names = ws.source.versions()
+    _flush_warnings(ws)
+    if fmt == "json":
+        from tracker.render import to_json
+
+        _emit(to_json({"schema": "sglang-tracker/versions@1", "source": ws.source.describe(),
+                       "versions": names}))
+    else:
+        _emit("".join(f"{n}\n" for n in names))
+
+
+@cli.command()
+@_source_options
+def fetch(source: str | None, repo: str | None, no_shipped: bool, quiet: bool) -> None:
+    """Update a cloned repository's tags (git) or the list of releases (pypi)."""
+    ws = _workspace(source, repo, no_shipped, quiet)
+    fetcher = getattr(ws.source, "fetch", None)
+    if fetcher is None:
+        raise TrackerError(f"{ws.source.describe()} has nothing to fetch")
+    click.echo(fetcher())
+    _flush_warnings(ws)
+
+
+@cli.command()
+@click.argument("version")
+@click.argument("path")
+@_source_options
+@_format_option("text", "json")
+def facts(version: str, path: str, source: str | None, repo: str | None, no_shipped: bool,
+          quiet: bool, fmt: str) -> None:
+    """Show the facts extracted from one file (for debugging queries).
+
+    PATH is a repo path such as python/sglang/srt/speculative/eagle_worker.py.
+    """
+    from tracker.factsview import facts_document, facts_text
+    from tracker.factstore import load_facts
+
+    ws = _workspace(source, repo, no_shipped, quiet)
+    src, resolved = ws.resolve(version)
+    tree = src.tree(resolved)
+    if path not in tree.files:
+        near = [p for p in tree.files if p.endswith("/" + path.rsplit("/", 1)[-1])][:3]
+        hint = f"; did you mean {', '.join(near)}" if near else ""
+        raise TrackerError(f"{resolved} has no file {path}{hint}")
+    found = load_facts(tree, [path])[path]
+    if fmt == "json":
+        from tracker.render import to_json
+
+        _emit(to_json(facts_document(found, resolved)))
+    else:
+        _emit(facts_text(found, resolved))
+
+
+@cli.command()
+@click.argument("version")
+@click.option("-a", "--algorithm", "algorithms", multiple=True, help=ALGORITHM_HELP)
+@click.option("--role", type=click.Choice(["target", "draft"]), help="Only this role.")
+@_source_options
+@_format_option("text", "md", "json")
+@_render_options
+def interface(version: str, algorithms: tuple[str, ...], role: str | None, source: str | None,
+              repo: str | None, no_shipped: bool, quiet: bool, fmt: str,
+              template_dir: Path | None, link_pattern: str | None) -> None:
+    """What each algorithm requires of the target and draft models at VERSION."""
+    from tracker.render import interface_document, render
+
+    ws = _workspace(source, repo, no_shipped, quiet)
+    snap = ws.snapshot(version)
+    chosen = _pick_algorithms(snap.interface.algorithms, algorithms)
+    doc = interface_document(snap.interface, _describe(ws, snap), chosen, role)
+    _flush_warnings(ws)
+    _emit(render("interface", fmt, doc, _render_opts(template_dir, link_pattern)))
+
+
+@cli.command()
+@click.argument("version")
+@click.option("-o", "--output", type=click.Path(dir_okay=False, path_type=Path),
+              help="File to write (default: snapshots/<version>.json in the current directory).")
+@_source_options
+def snapshot(version: str, output: Path | None, source: str | None, repo: str | None,
+             no_shipped: bool, quiet: bool) -> None:
+    """Write VERSION's interface and compatibility as a snapshot JSON file."""
+    from tracker.snapshot import to_json
+
+    ws = _workspace(source, repo, True, quiet)  # a snapshot is always built from source
+    ws.use_cache = not no_shipped
+    snap = ws.snapshot(version)
+    target = output or Path("snapshots") / f"{snap.version}.json"
+    _emit(to_json(snap), target)
+
+
+@cli.command()
+@click.argument("old")
+@click.argument("new")
+@click.option("-a", "--algorithm", "algorithms", multiple=True, help=ALGORITHM_HELP)
+@click.option("--all", "show_all", is_flag=True, help="List every model event.")
+@click.option("--fail-on", type=click.Choice(["breaking", "new-breaks", "any"]),
+              help="Exit 1 when the diff has breaking interface changes, newly broken "
+                   "wrappers, or any change.")
+@_source_options
+@_format_option("text", "md", "json")
+@_render_options
+def diff(old: str, new: str, algorithms: tuple[str, ...], show_all: bool,
+         fail_on: str | None, source: str | None, repo: str | None, no_shipped: bool,
+         quiet: bool, fmt: str, template_dir: Path | None, link_pattern: str | None) -> None:
+    """What changed between OLD and NEW: interface members, output fields, and which
+    model wrappers broke or were fixed."""
+    from tracker.diff import diff as compute
+    from tracker.render import diff_document, render
+
+    ws = _workspace(source, repo, no_shipped, quiet)
+    a, b = ws.snapshot(old), ws.snapshot(new)
+    available = tuple(dict.fromkeys(a.interface.algorithms + b.interface.algorithms))
+    chosen = _pick_algorithms(available, algorithms)
+    result = compute(a.interface, a.compat, b.interface, b.compat, chosen)
+    doc = diff_document(result, _describe(ws, b))
+    _flush_warnings(ws)
+    _emit(render("diff", fmt, doc, _render_opts(template_dir, link_pattern, show_all)))
+    if fail_on == "any" and result.changes:
+        raise Failed
+    if fail_on == "breaking" and any(c.breaking for c in result.changes):
+        raise Failed
+    if fail_on == "new-breaks" and result.of_kind("model_wrapper_broke"):
+        raise Failed
+
+
+def _describe(ws: Workspace, snap: Any) -> str:
+    origin = {"shipped": "shipped snapshot", "cache": "cached"}.get(snap.origin, "analysed")
+    return f"{ws.source.describe()} ({origin})"
+
+
+# Commands of the later stages live in their own modules; registering them here keeps
+# one entry point.
+def _register_more() -> None:
+    from tracker import cli_models
+
+    cli_models.register(cli)
+    try:
+        from tracker import cli_release
+    except ImportError:  # pragma: no cover - during development of the release commands
+        return
+    cli_release.register(cli)
+
+
+_register_more()
+
+
+def main(argv: list[str] | None = None) -> None:
+    """Entry point: runs the group and maps failures to exit codes and one-line errors."""
+    debug = bool(os.environ.get("TRACKER_DEBUG"))
+    try:
+        cli.main(args=argv, prog_name="tracker", standalone_mode=False)
+    except click.exceptions.Abort:
+        click.echo("tracker: aborted", err=True)
+        sys.exit(2)
+    except click.ClickException as exc:
+        exc.show()
+        sys.exit(2)
+    except Failed:
+        sys.exit(1)
+    except TrackerError as exc:
+        if debug:
+            raise
+        click.echo(f"tracker: error: {exc}", err=True)
+        sys.exit(exc.exit_code)
+    except KeyboardInterrupt:
+        click.echo("tracker: interrupted", err=True)
+        sys.exit(130)
+    except BrokenPipeError:
+        sys.exit(0)
+    except Exception as exc:  # never a traceback for users; TRACKER_DEBUG=1 shows it
+        if debug:
+            raise
+        click.echo(f"tracker: internal error: {type(exc).__name__}: {exc} "
+                   "(set TRACKER_DEBUG=1 for a traceback)", err=True)
+        sys.exit(2)
+    sys.exit(0)

@@ -1,0 +1,209 @@
+"""Which model entry classes provide what the algorithms require, at one version.
+
+A class provides a member if its body defines it, an SGLang base class does (resolved
+across modules; the MRO decides), it assigns `self.member = ...`, or the member comes from
+`torch.nn.Module` (its real members; `forward` is not one). A class with `__getattr__`, or
+a base that cannot be resolved, makes a missing member "unknown", not "missing".
+A wrapper whose inner model (`self.language_model = DeepseekV3ForCausalLM(...)`) provides
+a missing member is a delegation candidate: a mechanical fix.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+from tracker.index import VersionIndex, key
+from tracker.interface import Interface
+from tracker.roles import RoleRules, load_rules
+
+# The public members of torch.nn.Module a model inherits (torch 2.x). `forward` is not
+# here on purpose: nn.Module's forward raises, so a model without one does not provide it.
+TORCH_MODULE_MEMBERS = frozenset({
+    "training", "add_module", "apply", "bfloat16", "buffers", "children", "compile", "cpu",
+    "cuda", "double", "eval", "extra_repr", "float", "get_buffer", "get_extra_state",
+    "get_parameter", "get_submodule", "half", "ipu", "load_state_dict", "modules", "mtia",
+    "named_buffers", "named_children", "named_modules", "named_parameters", "parameters",
+    "register_backward_hook", "register_buffer", "register_forward_hook",
+    "register_forward_pre_hook", "register_full_backward_hook",
+    "register_full_backward_pre_hook", "register_load_state_dict_post_hook",
+    "register_load_state_dict_pre_hook", "register_module", "register_parameter",
+    "register_state_dict_post_hook", "register_state_dict_pre_hook", "requires_grad_",
+    "set_extra_state", "set_submodule", "share_memory", "state_dict", "to", "to_empty",
+    "train", "type", "xpu", "zero_grad", "__call__", "__class__", "__dict__",
+})
+TORCH_MODULE_NAMES = frozenset({"torch.nn.Module", "torch.nn.modules.module.Module"})
+# External bases known to contribute no model members: not a reason for "unknown".
+EMPTY_BASES = frozenset({"abc.ABC", "typing.Generic", "typing.Protocol", "object",
+                         "enum.Enum", "torch.nn.Module", "torch.nn.modules.module.Module"})
+
+
+@dataclass(frozen=True)
+class Provision:
+    member: str
+    how: str  # "defined" | "inherited" | "attribute" | "torch" | "unknown" | "missing"
+    where: str = ""  # providing class name, or why it is unknown
+    line: int = 0
+
+
+@dataclass(frozen=True)
+class Delegation:
+    member: str
+    attribute: str  # "language_model"
+    inner_class: str  # "DeepseekV3ForCausalLM"
+    inner_key: str  # index key of the inner class
+    provided_by: str  # class (in the inner class's MRO) that defines the member
+
+
+@dataclass(frozen=True)
+class EntryClass:
+    name: str
+    key: str  # index key, "" when the name does not resolve to a class
+    path: str
+    line: int
+    kind: str  # "target" | "draft" | "embedding" | "reward" | "classification"
+
+
+@dataclass(frozen=True)
+class ModelCheck:
+    model: str
+    path: str
+    kind: str
+    algorithm: str
+    role: str
+    status: str  # "ok" | "broken" | "unknown"
+    missing: tuple[str, ...] = ()
+    unknown: tuple[str, ...] = ()
+    provisions: tuple[Provision, ...] = ()
+    delegations: tuple[Delegation, ...] = ()
+
+
+@dataclass
+class Compat:
+    version: str
+    entries: list[EntryClass] = field(default_factory=list)
+    checks: list[ModelCheck] = field(default_factory=list)
+
+    def check_for(self, model: str, algorithm: str) -> ModelCheck | None:
+        for c in self.checks:
+            if c.model == model and c.algorithm == algorithm:
+                return c
+        return None
+
+
+def entry_classes(index: VersionIndex, rules: RoleRules) -> list[EntryClass]:
+    """Every class a models module registers through `EntryClass`."""
+    out: dict[str, EntryClass] = {}
+    for facts in index.iter_modules():
+        if ".models." not in f".{facts.module_name}.":
+            continue
+        for a in facts.assigns:
+            if a.target != "EntryClass" or a.context.scope:
+                continue
+            names: tuple[str, ...] = a.value_names
+            if not names and a.value is not None and a.value.op == "ref":
+                names = (a.value.text,)
+            for name in names:
+                res = index.resolve_class(facts.module_name, name)
+                short = name.rpartition(".")[2]
+                path = facts.path
+                symbol = res.symbol or ""
+                if symbol:
+                    path = index.classes[symbol].path
+                out.setdefault(short, EntryClass(short, symbol, path, a.line,
+                                                 rules.model_kind(short)))
+    return sorted(out.values(), key=lambda e: e.name)
+
+
+def provision(index: VersionIndex, cls: str, member: str) -> Provision:
+    mro, external = index.mro(cls)
+    getattr_owner: str | None = None
+    for c in mro:
+        info = index.classes[c]
+        if member in info.methods:
+            how = "defined" if c == cls else "inherited"
+            return Provision(member, how, info.name, info.methods[member].line)
+        if member in info.instance_attrs:
+            return Provision(member, "attribute", info.name, min(info.instance_attrs[member]))
+        if member in info.class_attrs:
+            return Provision(member, "attribute", info.name)
+        if getattr_owner is None and "__getattr__" in info.methods:
+            getattr_owner = info.name
+    if getattr_owner is not None:
+        return Provision(member, "unknown", f"{getattr_owner} defines __getattr__")
+    torch_base = any(r.external in TORCH_MODULE_NAMES for r in external)
+    if torch_base and member in TORCH_MODULE_MEMBERS:
+        return Provision(member, "torch", "torch.nn.Module")
+    others = [r for r in external if r.external not in EMPTY_BASES]
+    if others:
+        names = ", ".join(r.external or r.text for r in others)
+        return Provision(member, "unknown", f"base not analysed: {names}")
+    return Provision(member, "missing")
+
+
+def delegations(index: VersionIndex, cls: str, member: str) -> list[Delegation]:
+    """Inner models held in `self.<attr>` whose class provides `member`."""
+    found: list[Delegation] = []
+    seen: set[tuple[str, str]] = set()
+    for c in index.mro(cls)[0]:
+        info = index.classes[c]
+        for attr in sorted(set(info.attr_constructors) | set(info.attr_annotations)):
+            for inner in sorted(index.attr_types(cls, attr)):
+                if inner == cls or (attr, inner) in seen:
+                    continue
+                seen.add((attr, inner))
+                prov = provision(index, inner, member)
+                if prov.how in ("defined", "inherited", "attribute"):
+                    found.append(Delegation(member, attr, index.classes[inner].name, inner,
+                                            prov.where))
+    return found
+
+
+def build_compat(index: VersionIndex, interface: Interface,
+                 rules: RoleRules | None = None) -> Compat:
+    rules = rules or load_rules()
+    compat = Compat(interface.version, entries=entry_classes(index, rules))
+    required: dict[tuple[str, str], list[str]] = {}
+    for req in interface.requirements:
+        if req.status == "required":
+            required.setdefault((req.algorithm, req.role), []).append(req.member)
+    for entry in compat.entries:
+        role = entry.kind if entry.kind in ("target", "draft") else None
+        if role is None:
+            continue
+        only = rules.model_kind_rule(entry.name)[1]
+        for algorithm in interface.algorithms:
+            if only and algorithm not in only:
+                continue
+            members = sorted(set(required.get((algorithm, role), [])))
+            if not members:
+                continue
+            if not entry.key:
+                compat.checks.append(ModelCheck(
+                    entry.name, entry.path, entry.kind, algorithm, role, "unknown",
+                    unknown=tuple(members),
+                    provisions=tuple(Provision(m, "unknown", "class not resolved")
+                                     for m in members)))
+                continue
+            provs = tuple(provision(index, entry.key, m) for m in members)
+            missing = tuple(p.member for p in provs if p.how == "missing")
+            unknown = tuple(p.member for p in provs if p.how == "unknown")
+            delegs: list[Delegation] = []
+            for m in missing:
+                delegs.extend(delegations(index, entry.key, m))
+            status = "broken" if missing else "unknown" if unknown else "ok"
+            compat.checks.append(ModelCheck(
+                entry.name, entry.path, entry.kind, algorithm, role, status,
+                missing, unknown, provs, tuple(delegs)))
+    return compat
+
+
+def class_key_for(index: VersionIndex, name: str) -> str | None:
+    """The index key of an entry class named `name` (or any class of that name)."""
+    candidates = index.classes_named(name)
+    models = [c for c in candidates if ".models." in f".{c}"]
+    chosen = models or candidates
+    return chosen[0] if chosen else None
+
+
+__all__ = ["Compat", "Delegation", "EntryClass", "ModelCheck", "Provision", "build_compat",
+           "class_key_for", "delegations", "entry_classes", "key", "provision"]

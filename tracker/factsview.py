@@ -1,0 +1,66 @@
+"""The facts of one file as a document and as text (`tracker facts`)."""
+
+from __future__ import annotations
+
+from dataclasses import asdict
+from typing import Any
+
+from tracker.facts import Context, ModuleFacts
+
+
+def _context(ctx: Context) -> dict[str, Any]:
+    out: dict[str, Any] = {"scope": ctx.scope}
+    if ctx.branches:
+        out["conditions"] = [b.render() for b in ctx.branches]
+    if ctx.catches_attribute_error:
+        out["catches_attribute_error"] = True
+    return out
+
+
+def facts_document(facts: ModuleFacts, version: str) -> dict[str, Any]:
+    def site(obj: Any) -> dict[str, Any]:
+        data = asdict(obj)
+        data.pop("context", None)
+        if "value" in data:
+            data["value"] = obj.value.render() if obj.value is not None else None
+        if "keywords" in data:
+            data["keywords"] = [list(k) for k in obj.keywords]
+        data.update(_context(obj.context))
+        return data
+
+    return {
+        "schema": "sglang-tracker/facts@1",
+        "version": version,
+        "path": facts.path,
+        "content_id": facts.content_id,
+        "error_lines": list(facts.error_lines),
+        "classes": [asdict(c) for c in facts.classes],
+        "functions": [asdict(f) for f in facts.functions],
+        "imports": [asdict(i) for i in facts.imports],
+        "assigns": [site(a) for a in facts.assigns],
+        "calls": [site(c) for c in facts.calls],
+        "reads": [site(r) for r in facts.reads],
+        "returns": [{"line": r.line, "value": r.value.render(), **_context(r.context)}
+                    for r in facts.returns],
+    }
+
+
+def facts_text(facts: ModuleFacts, version: str) -> str:
+    lines = [f"{facts.path} at {version} · content id {facts.content_id}"]
+    if facts.error_lines:
+        lines.append(f"syntax errors at lines {', '.join(map(str, facts.error_lines))}")
+    for c in facts.classes:
+        lines.append(f"class {c.qualname}({', '.join(c.bases)})  :{c.line}-{c.end_line}")
+    for a in facts.assigns:
+        if a.target == "EntryClass" or a.target.startswith("self.") and a.value_call:
+            rhs = f"{a.value_call}(...)" if a.value_call else ", ".join(a.value_names)
+            lines.append(f"assign {a.target} = {rhs}  :{a.line} in {a.context.scope or '<module>'}")
+    for call in facts.calls:
+        if call.receiver is None and call.name not in ("hasattr", "getattr"):
+            continue
+        where = call.context.scope or "<module>"
+        cond = " if " + " and ".join(b.render() for b in call.context.branches) \
+            if call.context.branches else ""
+        target = f"{call.receiver}.{call.name}" if call.receiver else call.name
+        lines.append(f"call {target}({', '.join(call.args)})  :{call.line} in {where}{cond}")
+    return "\n".join(lines) + "\n"

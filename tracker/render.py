@@ -1,0 +1,238 @@
+"""Reports as documents (plain dicts, the JSON contract) and their text/markdown renders.
+
+Every report is first built as a document; JSON output is that document, and the text and
+markdown renders are jinja2 templates over the same document (templates in
+`tracker/templates/`, overridable with `--template-dir`). One place decides what a report
+says; the templates only decide how it looks.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Iterable
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from tracker.compat import Compat, ModelCheck
+from tracker.diff import Change, Diff, rank
+from tracker.interface import FieldUse, Interface, Requirement, Site
+from tracker.sources.base import SRT_PREFIX
+
+DEFAULT_LINK = "https://github.com/sgl-project/sglang/blob/{tag}/{path}#L{line}"
+FORMATS = ("text", "md", "json")
+
+
+@dataclass(frozen=True)
+class RenderOptions:
+    link_pattern: str = DEFAULT_LINK
+    template_dir: Path | None = None
+    show_all: bool = False  # list every model event, not only the notable ones
+
+
+def short_path(path: str) -> str:
+    return path.removeprefix(SRT_PREFIX)
+
+
+def site_doc(site: Site) -> dict[str, Any]:
+    return {"path": site.path, "line": site.line, "function": site.function,
+            "condition": site.condition, "status": site.status, "guard": site.guard,
+            "arity": site.arity, "call_path": list(site.call_path)}
+
+
+def requirement_doc(req: Requirement) -> dict[str, Any]:
+    return {"algorithm": req.algorithm, "role": req.role, "member": req.member,
+            "kind": req.kind, "status": req.status, "arities": list(req.arities),
+            "sites": [site_doc(s) for s in req.sites]}
+
+
+def field_doc(f: FieldUse) -> dict[str, Any]:
+    return {"algorithm": f.algorithm, "owner": f.owner, "name": f.name,
+            "sites": [site_doc(s) for s in f.sites]}
+
+
+def check_doc(c: ModelCheck) -> dict[str, Any]:
+    return {
+        "model": c.model, "path": c.path, "kind": c.kind, "algorithm": c.algorithm,
+        "role": c.role, "status": c.status, "missing": list(c.missing),
+        "unknown": list(c.unknown),
+        "provisions": [{"member": p.member, "how": p.how, "where": p.where,
+                        **({"line": p.line} if p.line else {})} for p in c.provisions],
+        "delegations": [{"member": d.member, "attribute": d.attribute,
+                         "inner_class": d.inner_class, "provided_by": d.provided_by}
+                        for d in c.delegations],
+    }
+
+
+# ------------------------------------------------------------------------ documents
+
+
+def interface_document(itf: Interface, source: str, algorithms: Iterable[str],
+                       role: str | None) -> dict[str, Any]:
+    chosen = [a for a in itf.algorithms if a in set(algorithms)]
+    return {
+        "schema": "sglang-tracker/interface@1",
+        "version": itf.version,
+        "source": source,
+        "algorithms": chosen,
+        "role": role,
+        "workers": {a: list(itf.workers.get(a, ())) for a in chosen},
+        "requirements": [requirement_doc(r) for r in itf.requirements
+                         if r.algorithm in chosen and (role is None or r.role == role)],
+        "output_fields": [field_doc(f) for f in itf.output_fields if f.algorithm in chosen],
+        "config_keys": [field_doc(f) for f in itf.config_keys if f.algorithm in chosen],
+        "warnings": sorted(itf.warnings),
+    }
+
+
+def change_doc(change: Change) -> dict[str, Any]:
+    out: dict[str, Any] = {
+        "kind": change.kind, "algorithm": change.algorithm, "subject": change.subject,
+        "role": change.role, "message": change.message, "breaking": change.breaking,
+        "notable": change.notable,
+    }
+    for side, value in (("old", change.old), ("new", change.new)):
+        if isinstance(value, Requirement):
+            out[side] = requirement_doc(value)
+        elif isinstance(value, FieldUse):
+            out[side] = field_doc(value)
+        elif isinstance(value, ModelCheck):
+            out[side] = check_doc(value)
+    return out
+
+
+def diff_document(d: Diff, source: str) -> dict[str, Any]:
+    changes = sorted(d.changes, key=rank)
+    counts: dict[str, int] = {}
+    for c in changes:
+        counts[c.kind] = counts.get(c.kind, 0) + 1
+    return {
+        "schema": "sglang-tracker/diff@1",
+        "from": d.old_version,
+        "to": d.new_version,
+        "source": source,
+        "algorithms": list(d.algorithms),
+        "changes": [change_doc(c) for c in changes],
+        "unchanged": [
+            {**requirement_doc(new), "previous_sites": [site_doc(s) for s in old.sites],
+             "moved_from": _moved_from(old, new)}
+            for old, new in d.unchanged
+        ],
+        "counts": dict(sorted(counts.items())),
+    }
+
+
+def _moved_from(old: Requirement, new: Requirement) -> dict[str, Any] | None:
+    """Where the new primary site stood before, when it moved: the old site in the same
+    function of the same file (else the same file)."""
+    primary = new.sites[0]
+    same_function = [s for s in old.sites
+                     if s.path == primary.path and s.function == primary.function]
+    same_file = [s for s in old.sites if s.path == primary.path]
+    previous = (same_function or same_file or [None])[0]
+    if previous is None or previous.line == primary.line:
+        return None
+    return site_doc(previous)
+
+
+def check_document(compat: Compat, checks: list[ModelCheck], requirements_version: str,
+                   models_version: str, source: str) -> dict[str, Any]:
+    return {
+        "schema": "sglang-tracker/check@1",
+        "requirements_version": requirements_version,
+        "models_version": models_version,
+        "source": source,
+        "checks": [check_doc(c) for c in checks],
+        "counts": {s: sum(1 for c in checks if c.status == s)
+                   for s in ("ok", "broken", "unknown")},
+    }
+
+
+# -------------------------------------------------------------------------- output
+
+
+def to_json(doc: dict[str, Any]) -> str:
+    return json.dumps(doc, indent=2, sort_keys=False, ensure_ascii=False) + "\n"
+
+
+def render(template: str, fmt: str, doc: dict[str, Any],
+           options: RenderOptions | None = None) -> str:
+    """`template` is the report name (`diff`), `fmt` one of text/md/json."""
+    if fmt == "json":
+        return to_json(doc)
+    options = options or RenderOptions()
+    env = _environment(options)
+    suffix = "md" if fmt == "md" else "txt"
+    text = env.get_template(f"{template}.{suffix}.j2").render(doc=doc, options=options)
+    return text.rstrip() + "\n"
+
+
+def _environment(options: RenderOptions) -> Any:
+    import jinja2
+
+    loaders: list[jinja2.BaseLoader] = []
+    if options.template_dir is not None:
+        loaders.append(jinja2.FileSystemLoader(str(options.template_dir)))
+    loaders.append(jinja2.PackageLoader("tracker", "templates"))
+    env = jinja2.Environment(
+        loader=jinja2.ChoiceLoader(loaders),
+        undefined=jinja2.StrictUndefined,
+        trim_blocks=True,
+        lstrip_blocks=True,
+        keep_trailing_newline=True,
+        autoescape=False,  # plain text and markdown, never HTML
+    )
+    env.filters["short"] = short_path
+    env.filters["site"] = lambda s: f"{short_path(s['path'])}:{s['line']}"
+    env.filters["link"] = lambda s, tag: options.link_pattern.format(
+        tag=tag, path=s["path"], line=s["line"])
+    env.filters["call"] = _call_text
+    env.tests["model_event"] = lambda kind: str(kind).startswith("model_wrapper")
+    return env
+
+
+def _call_text(req: dict[str, Any]) -> str:
+    if req["kind"] != "call":
+        return str(req["member"])
+    arities = req.get("arities") or []
+    shown = "/".join(arities) if arities else ""
+    return f"{req['member']}({shown})"
+
+
+def matrix_document(m: Any, source: str) -> dict[str, Any]:
+    from tracker.matrix import Matrix
+
+    assert isinstance(m, Matrix)
+    return {
+        "schema": "sglang-tracker/matrix@1",
+        "algorithm": m.algorithm,
+        "source": source,
+        "versions": m.versions,
+        "models": [
+            {"model": model, "kind": m.kinds.get(model, ""),
+             "cells": [m.cells[model][v] for v in m.versions],
+             "missing": {v: list(miss) for v, miss in m.missing[model].items() if miss}}
+            for model in m.models
+        ],
+        "events": [event_doc(e) for e in m.events],
+        "counts": {v: {s: sum(1 for model in m.models if m.cells[model][v] == s)
+                       for s in ("ok", "broken", "unknown")} for v in m.versions},
+    }
+
+
+def event_doc(e: Any) -> dict[str, Any]:
+    return {"model": e.model, "algorithm": e.algorithm, "version": e.version,
+            "kind": e.kind, "status": e.status, "members": list(e.members),
+            "previous": e.previous}
+
+
+def history_document(model: str, kind: str, matrices: list[Any], source: str
+                     ) -> dict[str, Any]:
+    events = [event_doc(e) for m in matrices for e in m.events if e.model == model]
+    rows = []
+    for m in matrices:
+        if model in m.cells:
+            rows.append({"algorithm": m.algorithm, "versions": m.versions,
+                         "cells": [m.cells[model][v] for v in m.versions]})
+    return {"schema": "sglang-tracker/history@1", "model": model, "kind": kind,
+            "source": source, "events": events, "rows": rows}
