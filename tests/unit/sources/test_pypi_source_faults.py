@@ -1,0 +1,310 @@
+"""The package-index source when things go wrong: an unreachable index, damaged cached
+archives, releases the index does not have.
+
+pip is replaced through TRACKER_PIP by a small script that serves tiny locally built wheels
+(or fails as pip does when it cannot connect), so these tests are fast and offline; the
+real index is exercised in tests/integration/test_sources_real.py.
+"""
+
+from __future__ import annotations
+
+import json
+import shlex
+import sys
+import zipfile
+from pathlib import Path
+
+import pytest
+from tracker.errors import NotSGLangError, SourceError, UnknownVersionError
+from tracker.sources.base import content_id
+from tracker.sources.pypi import PypiSource
+
+WORKER = "python/sglang/srt/speculative/eagle_worker.py"
+WORKER_TEXT = b"class EAGLEWorker:\n    def init(self):\n        self.model.get_embed_and_head()\n"
+
+FAKE_PIP = r"""
+import os, shutil, sys
+args = sys.argv[1:]
+with open(os.environ["FAKE_PIP_LOG"], "a") as log:
+    log.write(" ".join(args) + "\n")
+if os.environ.get("FAKE_PIP_OFFLINE"):
+    sys.stderr.write(
+        "WARNING: Retrying (Retry(total=0)) after connection broken by 'NewConnectionError("
+        "'<HTTPConnection>: Failed to establish a new connection: [Errno 111] Connection "
+        "refused')': /simple/sglang/\n"
+        "ERROR: No matching distribution found for sglang\n"
+    )
+    sys.exit(1)
+if args[:2] == ["index", "versions"]:
+    print("sglang (0.5.10)")
+    print("Available versions: " + os.environ["FAKE_PIP_VERSIONS"])
+    sys.exit(0)
+if args[0] == "download":
+    target = args[args.index("-d") + 1]
+    version = args[-1].split("==")[1]
+    for name in os.listdir(os.environ["FAKE_PIP_WHEELS"]):
+        if name.startswith(f"sglang-{version}-"):
+            shutil.copy(os.path.join(os.environ["FAKE_PIP_WHEELS"], name), target)
+            print(f"Saved {target}/{name}")
+            sys.exit(0)
+    sys.stderr.write(f"ERROR: No matching distribution found for sglang=={version}\n")
+    sys.exit(1)
+sys.exit(2)
+"""
+
+
+def build_wheel(folder: Path, version: str, *, with_srt: bool = True) -> Path:
+    """A tiny wheel shaped like sglang's: package files, a non-Python file, dist-info."""
+    folder.mkdir(parents=True, exist_ok=True)
+    wheel = folder / f"sglang-{version}-py3-none-any.whl"
+    with zipfile.ZipFile(wheel, "w", compression=zipfile.ZIP_DEFLATED) as archive:
+        archive.writestr("sglang/", b"")  # platform wheels list directories too
+        archive.writestr("sglang/__init__.py", f"__version__ = '{version}'\n")
+        archive.writestr("sglang/README.md", "# sglang\n")
+        if with_srt:
+            archive.writestr("sglang/srt/__init__.py", "")
+            archive.writestr("sglang/srt/speculative/eagle_worker.py", WORKER_TEXT * 50)
+        archive.writestr(f"sglang-{version}.dist-info/METADATA", "Name: sglang\n")
+    return wheel
+
+
+class FakeIndex:
+    """Controls the fake pip: what the index serves, whether it is reachable, what was run."""
+
+    def __init__(self, root: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+        self.wheels = root / "index"
+        self.wheels.mkdir()
+        self.log = root / "pip.log"
+        self.log.touch()
+        script = root / "fake_pip.py"
+        script.write_text(FAKE_PIP)
+        self._monkeypatch = monkeypatch
+        monkeypatch.setenv(
+            "TRACKER_PIP", f"{shlex.quote(sys.executable)} {shlex.quote(str(script))}"
+        )
+        monkeypatch.setenv("FAKE_PIP_LOG", str(self.log))
+        monkeypatch.setenv("FAKE_PIP_WHEELS", str(self.wheels))
+        self.serve("0.5.10, 0.5.9, 0.5.9rc1, 0.5.8.post1, 0.5.8, 0.4.10, 0.4.9")
+
+    def serve(self, versions: str) -> None:
+        self._monkeypatch.setenv("FAKE_PIP_VERSIONS", versions)
+
+    def go_offline(self) -> None:
+        self._monkeypatch.setenv("FAKE_PIP_OFFLINE", "1")
+
+    def calls(self, command: str) -> list[str]:
+        return [line for line in self.log.read_text().splitlines() if line.startswith(command)]
+
+
+@pytest.fixture
+def index(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> FakeIndex:
+    fake = FakeIndex(tmp_path, monkeypatch)
+    build_wheel(fake.wheels, "0.5.9")
+    build_wheel(fake.wheels, "0.5.10")
+    return fake
+
+
+@pytest.fixture
+def cache(tmp_path: Path) -> Path:
+    return tmp_path / "cache" / "pypi"  # where the autouse fixture's TRACKER_CACHE_DIR points
+
+
+# -- listing releases ---------------------------------------------------------------------------
+
+
+def test_releases_from_0_4_10_on_are_listed_oldest_first_without_prereleases(
+    index: FakeIndex,
+) -> None:
+    assert PypiSource().versions() == ["v0.4.10", "v0.5.8", "v0.5.8.post1", "v0.5.9", "v0.5.10"]
+
+
+def test_pip_is_asked_for_one_fixed_platform_so_platform_wheels_are_found(
+    index: FakeIndex,
+) -> None:
+    PypiSource().tree("v0.5.9")
+    for call in [*index.calls("index"), *index.calls("download")]:
+        assert "--only-binary=:all: --platform manylinux_2_34_x86_64" in call
+        assert "--python-version 3.11 --implementation cp" in call
+    assert "--no-deps" in index.calls("download")[0]
+
+
+def test_an_unreachable_index_with_an_empty_cache_is_a_clear_source_error(
+    index: FakeIndex,
+) -> None:
+    index.go_offline()
+    with pytest.raises(SourceError) as caught:
+        PypiSource().versions()
+    message = str(caught.value)
+    assert "\n" not in message
+    assert "package index could not be reached" in message
+    assert "No matching distribution found for sglang" in message
+    assert "Connection refused" in message
+
+
+def test_a_failing_pip_command_with_an_empty_cache_is_a_source_error(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    script = tmp_path / "failing_pip.sh"
+    script.write_text("#!/bin/sh\necho 'ERROR: Could not reach the index' >&2\nexit 1\n")
+    script.chmod(0o755)
+    monkeypatch.setenv("TRACKER_PIP", str(script))
+    with pytest.raises(SourceError, match=r"could not be reached .*Could not reach the index"):
+        PypiSource().resolve("v0.5.9")
+
+
+def test_a_pip_command_that_does_not_exist_is_a_source_error(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setenv("TRACKER_PIP", str(tmp_path / "no-such-pip"))
+    with pytest.raises(SourceError, match="could not be reached"):
+        PypiSource().versions()
+
+
+def test_an_unreachable_index_falls_back_to_the_cached_list_with_a_warning(
+    index: FakeIndex,
+) -> None:
+    online = PypiSource().versions()
+    assert online[-1] == "v0.5.10"
+    index.go_offline()
+    source = PypiSource()
+    assert source.versions() == online
+    assert len(source.warnings) == 1
+    assert "could not be reached" in source.warnings[0]
+
+
+def test_cached_archives_count_as_releases_when_the_index_is_unreachable(
+    index: FakeIndex, cache: Path
+) -> None:
+    build_wheel(cache, "0.5.8.post1")
+    index.go_offline()
+    assert PypiSource().versions() == ["v0.5.8.post1"]
+
+
+def test_a_cached_release_is_read_without_asking_the_index(index: FakeIndex, cache: Path) -> None:
+    PypiSource().tree("0.5.9")
+    index.go_offline()
+    calls_before = len(index.log.read_text().splitlines())
+    tree = PypiSource().tree("v0.5.9")
+    assert tree.read(WORKER) == WORKER_TEXT * 50
+    assert len(index.log.read_text().splitlines()) == calls_before
+
+
+def test_a_version_the_index_does_not_have_names_the_nearest_releases(index: FakeIndex) -> None:
+    with pytest.raises(UnknownVersionError) as caught:
+        PypiSource().tree("0.5.99")
+    assert (
+        str(caught.value) == "unknown version 0.5.99; nearest known: v0.5.8.post1, v0.5.9, v0.5.10"
+    )
+    assert index.calls("download") == []
+
+
+def test_a_release_older_than_0_4_10_is_unknown_even_when_the_index_has_it(
+    index: FakeIndex,
+) -> None:
+    with pytest.raises(UnknownVersionError, match=r"nearest known: v0\.4\.10"):
+        PypiSource().resolve("v0.4.9")
+
+
+def test_a_failed_download_is_a_source_error_with_pips_reason(index: FakeIndex) -> None:
+    # Listed by the index but without a wheel to serve.
+    with pytest.raises(SourceError, match=r"cannot download sglang==0\.5\.8 .*No matching"):
+        PypiSource().tree("v0.5.8")
+
+
+# -- archives ---------------------------------------------------------------------------------
+
+
+def test_wheel_paths_are_mapped_to_repo_paths_and_only_python_files_listed(
+    index: FakeIndex,
+) -> None:
+    tree = PypiSource().tree("v0.5.9")
+    assert set(tree.files) == {
+        "python/sglang/__init__.py",
+        "python/sglang/srt/__init__.py",
+        WORKER,
+    }
+    assert tree.files[WORKER] == content_id(WORKER_TEXT * 50)
+    assert tree.identity.location == "sglang-0.5.9-py3-none-any.whl"
+
+
+def test_a_downloaded_archive_is_kept_in_the_cache_with_its_file_index(
+    index: FakeIndex, cache: Path
+) -> None:
+    tree = PypiSource().tree("v0.5.9")
+    archive = cache / "sglang-0.5.9-py3-none-any.whl"
+    assert archive.read_bytes() == (index.wheels / archive.name).read_bytes()
+    listed = json.loads((cache / (archive.name + ".files.json")).read_text())
+    assert listed["files"] == dict(tree.files)
+    assert [path.name for path in cache.iterdir() if path.name.startswith(".")] == []
+
+
+def test_a_truncated_cached_archive_is_fetched_again(index: FakeIndex, cache: Path) -> None:
+    PypiSource().tree("v0.5.9")
+    archive = cache / "sglang-0.5.9-py3-none-any.whl"
+    archive.write_bytes(archive.read_bytes()[:200])
+    tree = PypiSource().tree("v0.5.9")
+    assert tree.read(WORKER) == WORKER_TEXT * 50
+    assert len(index.calls("download")) == 2
+    assert zipfile.ZipFile(archive).testzip() is None
+
+
+def test_a_cached_archive_with_a_corrupt_member_is_fetched_again(
+    index: FakeIndex, cache: Path
+) -> None:
+    PypiSource().tree("v0.5.9")
+    archive = cache / "sglang-0.5.9-py3-none-any.whl"
+    data = bytearray(archive.read_bytes())
+    with zipfile.ZipFile(archive) as opened:
+        info = opened.getinfo("sglang/srt/speculative/eagle_worker.py")
+    # Inside the member's compressed bytes: the zip still opens, only its CRC check fails.
+    middle = info.header_offset + 30 + len(info.filename) + info.compress_size // 2
+    data[middle] ^= 0xFF
+    archive.write_bytes(bytes(data))
+
+    tree = PypiSource().tree("v0.5.9")
+    assert tree.read(WORKER) == WORKER_TEXT * 50
+    assert len(index.calls("download")) == 2
+
+
+def test_a_missing_or_corrupt_file_index_is_rebuilt_without_downloading(
+    index: FakeIndex, cache: Path
+) -> None:
+    expected = dict(PypiSource().tree("v0.5.9").files)
+    index_file = cache / "sglang-0.5.9-py3-none-any.whl.files.json"
+    for damage in ("{not json", None):
+        if damage is None:
+            index_file.unlink()
+        else:
+            index_file.write_text(damage)
+        assert dict(PypiSource().tree("v0.5.9").files) == expected
+        assert json.loads(index_file.read_text())["files"] == expected
+    assert len(index.calls("download")) == 1
+
+
+def test_a_file_index_left_from_another_archive_is_not_trusted(
+    index: FakeIndex, cache: Path
+) -> None:
+    PypiSource().tree("v0.5.9")
+    index_file = cache / "sglang-0.5.9-py3-none-any.whl.files.json"
+    stale = json.loads(index_file.read_text())
+    stale["files"][WORKER] = "0" * 40
+    stale["sha256"] = "0" * 64
+    index_file.write_text(json.dumps(stale))
+    assert PypiSource().tree("v0.5.9").files[WORKER] == content_id(WORKER_TEXT * 50)
+
+
+def test_an_archive_without_sglang_srt_is_not_sglang(index: FakeIndex) -> None:
+    (index.wheels / "sglang-0.5.10-py3-none-any.whl").unlink()
+    build_wheel(index.wheels, "0.5.10", with_srt=False)
+    with pytest.raises(NotSGLangError, match="has no sglang/srt/"):
+        PypiSource().tree("v0.5.10")
+
+
+def test_a_damaged_archive_from_the_index_is_rejected_and_not_cached(
+    index: FakeIndex, cache: Path
+) -> None:
+    served = index.wheels / "sglang-0.5.10-py3-none-any.whl"
+    served.write_bytes(served.read_bytes()[:100])
+    with pytest.raises(SourceError, match="damaged archive"):
+        PypiSource().tree("v0.5.10")
+    assert not (cache / served.name).exists()

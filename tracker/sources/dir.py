@@ -1,0 +1,116 @@
+"""SGLang read from a plain directory: a patched working copy or an unpacked release.
+
+The seed's situation: someone has patched their SGLang files by hand and wants to know
+whether the patch is complete. Such a tree has no tag and may not be committed, so it is
+one version named `local`, identified by what its files contain.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import os
+from collections.abc import Mapping
+from pathlib import Path
+from types import MappingProxyType
+
+from tracker.errors import NotSGLangError, SourceError
+from tracker.sources.base import Source, SourceIdentity, VersionTree, content_id
+
+LOCAL = "local"
+REPO_SGLANG = "python/sglang"
+
+
+class DirTree(VersionTree):
+    """The `.py` files below one directory's `sglang/`, listed with their content ids."""
+
+    def __init__(self, identity: SourceIdentity, root: Path, files: Mapping[str, str]) -> None:
+        self.identity = identity
+        self._root = root  # the directory that maps to `python/sglang`
+        self._files = MappingProxyType(dict(files))
+
+    @property
+    def files(self) -> Mapping[str, str]:
+        return self._files
+
+    def read(self, path: str) -> bytes:
+        expected = self._files[path]
+        disk_path = self._root / path.removeprefix(REPO_SGLANG + "/")
+        try:
+            data = disk_path.read_bytes()
+        except OSError as error:
+            raise SourceError(f"cannot read {disk_path}: {error.strerror}") from None
+        # Facts are cached by content id: bytes that no longer match the listed id would
+        # be stored under the wrong key, so a file edited mid-run must stop the run.
+        if content_id(data) != expected:
+            raise SourceError(f"{disk_path} changed while it was being read; run again")
+        return data
+
+
+class DirSource(Source):
+    """A directory holding `python/sglang/srt/` (a checkout) or `sglang/srt/` (a release)."""
+
+    kind = "dir"
+
+    def __init__(self, path: str | os.PathLike[str], *, cwd: Path | None = None) -> None:
+        directory = Path(path).expanduser()
+        if not directory.is_absolute():
+            directory = (cwd or Path.cwd()) / directory
+        directory = directory.resolve()
+        if not directory.is_dir():
+            what = "is not a directory" if directory.exists() else "does not exist"
+            raise SourceError(f"{directory} {what}")
+        if (directory / REPO_SGLANG / "srt").is_dir():
+            self.sglang_root = directory / REPO_SGLANG
+        elif (directory / "sglang" / "srt").is_dir():
+            self.sglang_root = directory / "sglang"
+        else:
+            raise NotSGLangError(
+                f"{directory} has neither python/sglang/srt/ nor sglang/srt/: not an SGLang tree"
+            )
+        self.location = str(directory)
+        self._tree: DirTree | None = None
+
+    def versions(self) -> list[str]:
+        return [LOCAL]
+
+    def resolve(self, spec: str) -> str:
+        # A directory holds exactly one version, whatever the spec calls it.
+        return LOCAL
+
+    def tree(self, version: str = LOCAL) -> DirTree:
+        if self._tree is None:
+            files = _list_python_files(self.sglang_root)
+            listing = "".join(f"{path}\0{cid}\n" for path, cid in sorted(files.items()))
+            revision = hashlib.sha1(listing.encode(), usedforsecurity=False).hexdigest()
+            identity = SourceIdentity(
+                kind=self.kind, location=self.location, version=LOCAL, revision=revision
+            )
+            self._tree = DirTree(identity, self.sglang_root, files)
+        return self._tree
+
+    def fetch(self) -> str:
+        return f"{self.location} is a directory: nothing to fetch"
+
+
+def _list_python_files(root: Path) -> dict[str, str]:
+    """Repo path -> content id of every regular `.py` file below `root`.
+
+    Symbolic links are skipped, as the git source skips them, so a checkout read from disk
+    and the same commit read from git list the same files.
+    """
+    files: dict[str, str] = {}
+    for folder, subfolders, names in os.walk(root):
+        subfolders[:] = sorted(name for name in subfolders if name != "__pycache__")
+        for name in names:
+            if not name.endswith(".py"):
+                continue
+            disk_path = Path(folder) / name
+            if disk_path.is_symlink() or not disk_path.is_file():
+                continue
+            relative = disk_path.relative_to(root).as_posix()
+            try:
+                data = disk_path.read_bytes()
+            except OSError as error:
+                raise SourceError(f"cannot read {disk_path}: {error.strerror}") from None
+            files[f"{REPO_SGLANG}/{relative}"] = content_id(data)
+    return files

@@ -1,0 +1,311 @@
+"""SGLang versions read from a git repository: a local clone, or a URL cloned into the cache.
+
+Blobs are read at a revision straight from the object database, so the user's work tree,
+index and HEAD are never touched: the tracker can run inside a checkout with uncommitted
+patches (as in the seed story) and compare any two tags without disturbing it.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import os
+import re
+import shutil
+import subprocess
+import tempfile
+from collections.abc import Mapping
+from pathlib import Path
+from types import MappingProxyType
+
+import git
+
+from tracker.cachedir import cache_root
+from tracker.errors import NotSGLangError, SourceError, UnknownVersionError
+from tracker.sources.base import SRT_PREFIX, Source, SourceIdentity, VersionTree
+from tracker.versions import match_version, sort_versions, unknown_version
+
+SGLANG_DIR = "python/sglang"
+_SYMLINK_MODE = 0o120000
+_URL = re.compile(r"^[A-Za-z][A-Za-z0-9+.-]*://|^[\w.-]+@[\w.-]+:")
+
+
+def is_url(location: str) -> bool:
+    """True for `https://...`, `file://...`, `ssh://...` and scp-like `git@host:owner/repo`."""
+    return bool(_URL.match(location))
+
+
+def clone_dir_for(url: str) -> Path:
+    """Where a URL's clone lives in the cache: readable name plus a hash against collisions."""
+    readable = re.sub(r"^[A-Za-z][A-Za-z0-9+.-]*://", "", url)
+    readable = re.sub(r"^[^/@]*@", "", readable).rstrip("/")
+    readable = readable.removesuffix(".git")
+    readable = re.sub(r"[^A-Za-z0-9._-]+", "_", readable).strip("._")[:80] or "repo"
+    digest = hashlib.sha1(url.encode(), usedforsecurity=False).hexdigest()[:10]
+    return cache_root() / "git" / f"{readable}-{digest}"
+
+
+def sglang_checkout_at(path: Path) -> Path | None:
+    """The top of the git checkout containing `path` when its HEAD holds SGLang, else None.
+
+    Used to pick the current directory as the source automatically, so it must not raise.
+    """
+    try:
+        repo = git.Repo(path, search_parent_directories=True)
+    except (git.InvalidGitRepositoryError, git.NoSuchPathError):
+        return None
+    try:
+        if repo.bare or repo.working_tree_dir is None:
+            return None
+        try:
+            repo.head.commit.tree / SRT_PREFIX.rstrip("/")
+        except (KeyError, ValueError):  # no such directory / no commit yet
+            return None
+        return Path(repo.working_tree_dir)
+    finally:
+        repo.close()
+
+
+class GitTree(VersionTree):
+    """The `.py` blobs below `python/sglang/` of one commit."""
+
+    def __init__(self, identity: SourceIdentity, blobs: Mapping[str, git.Blob]) -> None:
+        self.identity = identity
+        self._blobs = dict(blobs)
+        self._files = MappingProxyType({path: blob.hexsha for path, blob in blobs.items()})
+
+    @property
+    def files(self) -> Mapping[str, str]:
+        return self._files
+
+    def read(self, path: str) -> bytes:
+        blob = self._blobs[path]
+        try:
+            data: bytes = blob.data_stream.read()
+        except (ValueError, git.GitCommandError) as error:
+            raise SourceError(
+                f"cannot read {path} at {self.identity.version} from {self.identity.location}: "
+                f"{_last_line(error)}"
+            ) from error
+        return data
+
+
+class GitSource(Source):
+    """A git repository; `location` is a path to a clone or a URL to clone into the cache."""
+
+    kind = "git"
+
+    def __init__(self, location: str | os.PathLike[str], *, cwd: Path | None = None) -> None:
+        text = os.fspath(location)
+        self.url: str | None = text if is_url(text) else None
+        self._repo: git.Repo | None = None
+        self._tags: list[str] | None = None
+        self._trees: dict[str, GitTree] = {}
+        if self.url is not None:
+            self.location = self.url
+            return  # cloned on first use, so naming a URL costs nothing until it is read
+        path = Path(text).expanduser()
+        if not path.is_absolute():
+            path = (cwd or Path.cwd()) / path
+        if not path.exists():
+            raise SourceError(f"{path} does not exist")
+        try:
+            self._repo = git.Repo(path)
+        except (git.InvalidGitRepositoryError, git.NoSuchPathError):
+            raise SourceError(f"{path} is not a git repository") from None
+        self.location = str(path)
+
+    # -- the repository ---------------------------------------------------------------------
+
+    @property
+    def repo(self) -> git.Repo:
+        if self._repo is None:
+            assert self.url is not None
+            self._repo = self._open_clone(self.url)
+        return self._repo
+
+    def _open_clone(self, url: str) -> git.Repo:
+        target = clone_dir_for(url)
+        if not target.exists():
+            target.parent.mkdir(parents=True, exist_ok=True)
+            # Clone beside the target and rename: an interrupted clone never looks complete.
+            scratch = Path(tempfile.mkdtemp(prefix=".clone-", dir=target.parent))
+            try:
+                try:
+                    clone = git.Repo.clone_from(
+                        url, scratch / "repo", bare=True, multi_options=["--filter=blob:none"]
+                    )
+                except git.GitCommandError as error:
+                    raise SourceError(f"cannot clone {url}: {_last_line(error)}") from None
+                # A bare clone has no fetch refspec; give it one so fetch() updates branches.
+                clone.git.config("remote.origin.fetch", "+refs/heads/*:refs/heads/*")
+                clone.close()
+                try:
+                    (scratch / "repo").rename(target)
+                except OSError:
+                    if not target.exists():  # not a lost race with another process
+                        raise
+            finally:
+                shutil.rmtree(scratch, ignore_errors=True)
+        try:
+            return git.Repo(target)
+        except git.InvalidGitRepositoryError:
+            raise SourceError(
+                f"the cached clone {target} is damaged; delete it and run again"
+            ) from None
+
+    def fetch(self) -> str:
+        """Update a cached clone (branches and tags); a local repository is left alone."""
+        if self.url is None:
+            return f"{self.location} is a local repository: nothing to fetch"
+        try:
+            self.repo.git.fetch("--prune", "--tags", "origin")
+        except git.GitCommandError as error:
+            raise SourceError(f"cannot fetch {self.url}: {_last_line(error)}") from None
+        self._tags = None
+        tags = self.versions()
+        newest = f", newest {tags[-1]}" if tags else ""
+        return f"fetched {self.url}: {len(tags)} release tags{newest}"
+
+    def close(self) -> None:
+        """Stop the git helper processes gitpython keeps running for object reads."""
+        if self._repo is not None:
+            self._repo.close()
+
+    # -- Source -------------------------------------------------------------------------------
+
+    def _tag_names(self) -> list[str]:
+        if self._tags is None:
+            output = self.repo.git.for_each_ref("--format=%(refname:strip=2)", "refs/tags")
+            self._tags = [line for line in output.splitlines() if line]
+        return self._tags
+
+    def versions(self) -> list[str]:
+        return sort_versions(self._tag_names())
+
+    def resolve(self, spec: str) -> str:
+        """A tag name for tags and release specs (`0.5.9` finds `v0.5.9`), the full commit sha
+        for any other commit-ish (`main`, `HEAD~1`, an abbreviated sha)."""
+        tags = self._tag_names()
+        if spec in tags:
+            return spec
+        try:
+            return match_version(spec, tags)
+        except UnknownVersionError:
+            pass
+        sha = self._commit_sha(spec)
+        if sha is None:
+            raise unknown_version(spec, self.versions())
+        return sha
+
+    def tree(self, version: str) -> GitTree:
+        version = self.resolve(version)  # lenient: a bare `0.5.9` works here too
+        sha = self._commit_sha(version)
+        if sha is None:  # a tag deleted since resolve(): only a concurrent fetch does that
+            raise unknown_version(version, self.versions())
+        key = f"{version}\0{sha}"
+        if key not in self._trees:
+            self._trees[key] = self._build_tree(version, sha)
+        return self._trees[key]
+
+    # -- helpers ------------------------------------------------------------------------------
+
+    def _commit_sha(self, rev: str) -> str | None:
+        if not rev or rev.startswith("-"):
+            return None
+        try:
+            sha: str = self.repo.git.rev_parse(
+                "--verify", "--quiet", "--end-of-options", f"{rev}^{{commit}}"
+            )
+        except git.GitCommandError:
+            return None
+        return sha.strip()
+
+    def _build_tree(self, version: str, sha: str) -> GitTree:
+        root = self.repo.commit(sha).tree
+        try:
+            srt = root / SRT_PREFIX.rstrip("/")
+        except KeyError:
+            srt = None
+        if not isinstance(srt, git.Tree):
+            raise NotSGLangError(
+                f"{version} at {self.location} has no {SRT_PREFIX}: not an SGLang tree"
+            )
+        sglang = root / SGLANG_DIR
+        assert isinstance(sglang, git.Tree)
+        blobs: dict[str, git.Blob] = {}
+        for item in sglang.traverse():
+            # Submodule entries are not Blobs; symlinks are, but their bytes are a path, and
+            # a release archive would hold the target file (or nothing) instead.
+            if not isinstance(item, git.Blob) or item.mode == _SYMLINK_MODE:
+                continue
+            path = os.fspath(item.path)
+            if path.endswith(".py"):
+                blobs[path] = item
+        self._prefetch_missing(sha, {blob.hexsha for blob in blobs.values()})
+        identity = SourceIdentity(
+            kind=self.kind, location=self.location, version=version, revision=sha
+        )
+        return GitTree(identity, blobs)
+
+    def _prefetch_missing(self, sha: str, wanted: set[str]) -> None:
+        """In a partial clone, fetch the blobs one version needs in a single request; left to
+        itself git would fetch them lazily, one round trip per file."""
+        remote = self._promisor_remote()
+        if remote is None:
+            return  # a complete repository: every blob is already here
+        # --missing=print lists absent objects instead of fetching them.
+        listing = self._git("rev-list", "--objects", "--no-walk", "--missing=print", sha)
+        missing = sorted(
+            line[1:].split()[0]
+            for line in listing.splitlines()
+            if line.startswith("?") and line[1:].split()[0] in wanted
+        )
+        if not missing:
+            return
+        # The same command git itself runs for a lazy fetch, given every id at once.
+        self._git(
+            "-c",
+            "fetch.negotiationAlgorithm=noop",
+            "fetch",
+            remote,
+            "--no-tags",
+            "--no-write-fetch-head",
+            "--recurse-submodules=no",
+            "--filter=blob:none",
+            "--stdin",
+            stdin="".join(f"{oid}\n" for oid in missing),
+        )
+
+    def _promisor_remote(self) -> str | None:
+        """The remote a partial clone fetches missing objects from, or None."""
+        config = self.repo.config_reader("repository")
+        if config.has_option("extensions", "partialclone"):
+            return str(config.get_value("extensions", "partialclone"))
+        for section in config.sections():
+            match = re.fullmatch(r'remote "(.+)"', section)
+            if match and str(config.get_value(section, "promisor", "false")).lower() == "true":
+                return match.group(1)
+        return None
+
+    def _git(self, *args: str, stdin: str | None = None) -> str:
+        result = subprocess.run(
+            ["git", "--git-dir", self.repo.git_dir, *args],
+            input=stdin,
+            capture_output=True,
+            text=True,
+            check=False,
+        )
+        if result.returncode != 0:
+            lines = [line for line in result.stderr.splitlines() if line.strip()]
+            reason = lines[-1].strip() if lines else f"exit status {result.returncode}"
+            command = next((a for a in args if not a.startswith("-") and "=" not in a), "")
+            raise SourceError(f"git {command} failed in {self.location}: {reason}")
+        return result.stdout
+
+
+def _last_line(error: Exception) -> str:
+    """The last meaningful line of a git error, for a one-line message."""
+    text = str(getattr(error, "stderr", "") or error)
+    lines = [line.strip() for line in text.splitlines() if line.strip()]
+    last = lines[-1] if lines else type(error).__name__
+    return re.sub(r"^stderr:\s*", "", last).strip("'\" ")
