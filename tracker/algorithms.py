@@ -14,10 +14,11 @@ by the algorithm/role at all (`is_eagle3()` is; `batch.is_extend()` is not).
 
 from __future__ import annotations
 
+import re
 from dataclasses import dataclass, field
 from itertools import product
 
-from tracker.facts import Branch, Cond
+from tracker.facts import Branch, Cond, ModuleFacts
 from tracker.index import VersionIndex, key
 from tracker.roles import RoleRules
 
@@ -40,6 +41,10 @@ class Algorithms:
     workers: dict[str, list[str]] = field(default_factory=dict)  # member -> worker keys
     flags: dict[str, frozenset[Pair]] = field(default_factory=dict)  # flag -> pairs
     role_flags: dict[str, dict[str, bool]] = field(default_factory=dict)
+    # Registry-style versions: member -> (module, qualname of its worker factory function)
+    factories: dict[str, tuple[str, str]] = field(default_factory=dict)
+    # Registry-style versions: member -> the flags it was registered with
+    member_flags: dict[str, frozenset[str]] = field(default_factory=dict)
     warnings: list[str] = field(default_factory=list)
 
     @property
@@ -157,7 +162,10 @@ def discover(index: VersionIndex, rules: RoleRules) -> Algorithms:
         key=lambda a: _member_order(index, enum_key, a),
     ))
     algos = Algorithms(enum_key, members, {}, role_flags=dict(rules.role_flags))
-    algos.predicates = _predicates(index, enum_key, members)
+    if not members:
+        _discover_registry(index, rules, algos)
+    algos.predicates = _predicates(index, enum_key, algos.members, algos.member_flags,
+                                   rules.flag_method)
     _discover_flags(index, algos)
     _discover_workers(index, rules, algos)
     missing = [m for m in algos.speculative if not algos.workers.get(m)]
@@ -178,7 +186,41 @@ def _member_order(index: VersionIndex, enum_key: str, attr: str) -> int:
     return 0
 
 
-def _predicates(index: VersionIndex, enum_key: str, members: tuple[str, ...]
+_STRING = re.compile(r"""["']([^"']+)["']""")
+
+
+def _discover_registry(index: VersionIndex, rules: RoleRules, algos: Algorithms) -> None:
+    """Members registered by calls at import time, with their flags and worker factory."""
+    assert algos.enum is not None
+    module = algos.enum.partition(":")[0]
+    facts = index.modules[module]
+    enum_name = algos.enum.rpartition(":")[2]
+    members: list[str] = []
+    for call in facts.calls:
+        if call.context.scope or call.name not in rules.registry_calls or not call.args:
+            continue
+        if call.receiver not in (None, enum_name):
+            continue
+        found = _STRING.fullmatch(call.args[0].strip())
+        if found is None:
+            continue
+        member = found.group(1).upper()
+        if member not in members:
+            members.append(member)
+        keywords = dict(call.keywords)
+        flags = keywords.get(rules.registry_flags_keyword, "")
+        algos.member_flags[member] = frozenset(f.upper() for f in _STRING.findall(flags))
+        factory = keywords.get(rules.registry_worker_keyword)
+        if factory and factory.isidentifier():
+            resolved = index.resolve_name(module, factory)
+            if resolved is not None and resolved in index.functions:
+                mod, _, qual = resolved.partition(":")
+                algos.factories[member] = (mod, qual)
+    algos.members = tuple(members)
+
+
+def _predicates(index: VersionIndex, enum_key: str, members: tuple[str, ...],
+                member_flags: dict[str, frozenset[str]], flag_method: str,
                 ) -> dict[str, frozenset[str]]:
     info = index.classes[enum_key]
     facts = index.modules[info.module]
@@ -213,6 +255,10 @@ def _predicates(index: VersionIndex, enum_key: str, members: tuple[str, ...]
             sets = [p for p in parts if p is not None]
             return (frozenset.intersection(*sets) if cond.op == "and"
                     else frozenset.union(*sets))
+        if cond.op == "call" and cond.text == f"self.{flag_method}" and cond.args \
+                and cond.args[0].op == "str":
+            flag = cond.args[0].text.upper()
+            return frozenset(m for m in members if flag in member_flags.get(m, ()))
         if cond.op == "call" and cond.text.startswith("self."):
             return solve(cond.text[5:], stack)
         if cond.op == "cmp" and len(cond.args) == 2 and cond.args[0].text == "self":
@@ -238,9 +284,9 @@ def _discover_flags(index: VersionIndex, algos: Algorithms) -> None:
     for facts in index.iter_modules():
         for a in facts.assigns:
             target = a.target
-            if not target.startswith("self.") or target.count(".") != 1:
+            receiver, dot, name = target.rpartition(".")
+            if not dot or not name.isidentifier() or not receiver.isidentifier():
                 continue
-            name = target[5:]
             if a.value is not None and a.value.op == "other" and a.value.text in (
                     "False", "None", "0"):
                 continue
@@ -252,7 +298,9 @@ def _discover_flags(index: VersionIndex, algos: Algorithms) -> None:
             if allowed == algos.universe:
                 spoiled.add(name)
                 continue
-            owner = f"{facts.module_name}:{a.context.scope.rpartition('.')[0]}"
+            # `self.flag` belongs to the class; `config.flag` to the function setting it.
+            scope = a.context.scope
+            owner = f"{facts.module_name}:{scope.rpartition('.')[0] if receiver == 'self' else scope}"
             found.setdefault(name, {}).setdefault(owner, set()).update(allowed)
     for name, per_class in found.items():
         if name not in spoiled and name not in algos.role_flags:
@@ -273,38 +321,68 @@ def _discover_workers(index: VersionIndex, rules: RoleRules, algos: Algorithms) 
         return symbol if "Worker" in index.classes[symbol].name else None
 
     speculative = frozenset(algos.speculative)
+    everything = frozenset(algos.members)
+
+    def add(member: str, cls: str) -> None:
+        if cls not in algos.workers.setdefault(member, []):
+            algos.workers[member].append(cls)
+
     for facts in index.iter_modules():
         module = facts.module_name
-        candidates: list[tuple[str, str, tuple[Branch, ...]]] = []
-        for call in facts.calls:
-            if call.receiver is None:
-                candidates.append((call.name, call.context.scope, call.context.branches))
-        for ret in facts.returns:
-            if ret.value.op == "ref":
-                candidates.append((ret.value.text, ret.context.scope, ret.context.branches))
-        for name, scope, branches in candidates:
+        for name, scope, branches in _worker_references(facts):
             if not branches:
                 continue
             cls = worker_class(index.resolve_name(module, name, scope))
             if cls is None:
                 continue
             allowed, _ = algos.admitted(branches)
-            members = {m for m, _ in allowed} & speculative
-            if not members or members == speculative:
+            named = {m for m, _ in allowed}
+            if named >= everything:
+                continue  # the condition does not depend on the algorithm
+            for m in named & speculative:
+                add(m, cls)
+    # Registry-style versions name each algorithm's worker factory at registration.
+    for member, (module, factory) in algos.factories.items():
+        for facts in (index.modules.get(module),):
+            if facts is None:
                 continue
-            for m in members:
-                if cls not in algos.workers.setdefault(m, []):
-                    algos.workers[m].append(cls)
+            for name, scope, _branches in _worker_references(facts):
+                if scope == factory or scope.startswith(factory + "."):
+                    cls = worker_class(index.resolve_name(module, name, scope))
+                    if cls is not None:
+                        add(member, cls)
     for m in algos.workers:
         algos.workers[m].sort()
 
 
-def worker_roots(index: VersionIndex, worker: str) -> list[str]:
-    """Entry functions of a worker class: every method its MRO defines inside SGLang's
-    speculative package (a worker's inherited TpModelWorker methods are its draft side)."""
-    roots = []
+_IDENTIFIER = re.compile(r"[A-Za-z_]\w*")
+
+
+def _worker_references(facts: ModuleFacts) -> list[tuple[str, str, tuple[Branch, ...]]]:
+    """Names that may denote a worker class, with where they occur: constructions,
+    returned names, and names in assigned values (`W = EAGLEWorkerV2 if x else EAGLEWorker`)."""
+    out: list[tuple[str, str, tuple[Branch, ...]]] = []
+    for call in facts.calls:
+        if call.receiver is None:
+            out.append((call.name, call.context.scope, call.context.branches))
+    for ret in facts.returns:
+        if ret.value.op == "ref":
+            out.append((ret.value.text, ret.context.scope, ret.context.branches))
+    for a in facts.assigns:
+        if a.value is not None and "Worker" in a.value.render():
+            for name in _IDENTIFIER.findall(a.value.render()):
+                if "Worker" in name:
+                    out.append((name, a.context.scope, a.context.branches))
+    return out
+
+
+def worker_roots(index: VersionIndex, worker: str) -> tuple[list[str], list[str]]:
+    """Entry functions of a worker class: the methods it defines, then the methods it
+    inherits (a worker's inherited TpModelWorker methods are its draft side)."""
+    own: list[str] = []
+    inherited: list[str] = []
     for cls in index.mro(worker)[0]:
         info = index.classes[cls]
         for method in info.methods.values():
-            roots.append(key(info.module, method.qualname))
-    return roots
+            (own if cls == worker else inherited).append(key(info.module, method.qualname))
+    return own, inherited

@@ -18,25 +18,59 @@ from tracker.index import VersionIndex, key, split_key
 
 
 class CallGraph:
+    """Edges are resolved lazily, when a walk first reaches a function: a worker reaches a
+    few hundred functions of the tens of thousands a release defines."""
+
     def __init__(self, index: VersionIndex) -> None:
         self.index = index
         self.graph: nx.DiGraph = nx.DiGraph()
         self._local_types: dict[str, dict[tuple[str, str], list[str]]] = {}
+        self._calls: dict[str, list[Call]] = {}
         for facts in index.iter_modules():
             module = facts.module_name
-            for fn in facts.functions:
-                self.graph.add_node(key(module, fn.qualname))
-            local_types = self.local_types(module)
             for call in facts.calls:
-                scope = call.context.scope
-                if not scope:
-                    continue
-                caller = key(module, scope)
-                if caller not in index.functions:
-                    continue  # a call in a class body
-                for callee in self.callees(module, scope, call, local_types):
-                    if callee != caller:
-                        self.graph.add_edge(caller, callee, line=call.line)
+                if call.context.scope:
+                    self._calls.setdefault(key(module, call.context.scope), []).append(call)
+        self._expanded: set[str] = set()
+
+    def successors(self, caller: str) -> list[str]:
+        if caller not in self._expanded:
+            self._expanded.add(caller)
+            self.graph.add_node(caller)
+            if caller in self.index.functions:
+                module, scope = split_key(caller)
+                local_types = self.local_types(module)
+                for call in self._calls.get(caller, ()):
+                    for callee in self.callees(module, scope, call, local_types):
+                        if callee != caller and not self.graph.has_edge(caller, callee):
+                            self.graph.add_edge(caller, callee, line=call.line)
+        return list(self.graph.successors(caller))
+
+    def calls_in(self, function: str) -> list[Call]:
+        return self._calls.get(function, [])
+
+    def shortest_paths(self, *tiers: Iterable[str]) -> dict[str, list[str]]:
+        """Breadth-first from the roots: function -> a shortest path from some root.
+
+        Roots come in tiers: a function reached from the first tier keeps that path even
+        when a later tier reaches it sooner (a worker's own methods explain a path better
+        than the methods it inherits)."""
+        paths: dict[str, list[str]] = {}
+        for roots in tiers:
+            frontier = []
+            for root in sorted(set(roots)):
+                if root not in paths:
+                    paths[root] = [root]
+                    frontier.append(root)
+            while frontier:
+                following = []
+                for fn in frontier:
+                    for nxt in self.successors(fn):
+                        if nxt not in paths:
+                            paths[nxt] = [*paths[fn], nxt]
+                            following.append(nxt)
+                frontier = following
+        return paths
 
     def local_types(self, module: str) -> dict[tuple[str, str], list[str]]:
         cached = self._local_types.get(module)
@@ -77,7 +111,9 @@ class CallGraph:
             return []
         classes: set[str] = set()
         if receiver.startswith("self.") and receiver.count(".") == 1 and owner is not None:
-            classes = index.attr_types(owner, receiver[5:])
+            # A base class's method may use an attribute only its subclasses assign.
+            for cls in {owner} | index.subclasses.get(owner, set()):
+                classes |= index.attr_types(cls, receiver[5:])
         elif "." not in receiver:
             for text in local_types.get((scope, receiver), []):
                 res = index.resolve_class(module, text, scope)
@@ -98,27 +134,11 @@ class CallGraph:
         return out
 
     def reachable_from(self, roots: Iterable[str]) -> set[str]:
-        seen: set[str] = set()
-        for root in roots:
-            if root in seen or root not in self.graph:
-                continue
-            seen.add(root)
-            seen.update(nx.descendants(self.graph, root))
-        return seen
+        return set(self.shortest_paths(roots))
 
     def path(self, roots: Iterable[str], target: str) -> list[str] | None:
         """A shortest call path from any root to `target` (inclusive), or None."""
-        best: list[str] | None = None
-        for root in sorted(set(roots)):
-            if root not in self.graph or target not in self.graph:
-                continue
-            try:
-                found = nx.shortest_path(self.graph, root, target)
-            except nx.NetworkXNoPath:
-                continue
-            if best is None or len(found) < len(best):
-                best = found
-        return best
+        return self.shortest_paths(roots).get(target)
 
 
 def _local_constructions(assigns: Iterable[Assign]) -> dict[tuple[str, str], list[str]]:

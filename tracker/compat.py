@@ -174,9 +174,9 @@ def build_compat(index: VersionIndex, interface: Interface,
         for algorithm in interface.algorithms:
             if only and algorithm not in only:
                 continue
+            # An algorithm that asks nothing of this role makes every class "ok": a class
+            # is fixed when the last member it lacked stops being required.
             members = sorted(set(required.get((algorithm, role), [])))
-            if not members:
-                continue
             if not entry.key:
                 compat.checks.append(ModelCheck(
                     entry.name, entry.path, entry.kind, algorithm, role, "unknown",

@@ -14,7 +14,6 @@ import os
 import pickle
 from collections.abc import Callable, Iterable, Mapping
 from concurrent.futures import ProcessPoolExecutor
-from dataclasses import replace
 from pathlib import Path
 
 from tracker.atomic import write_bytes_atomic
@@ -107,7 +106,7 @@ def load_facts(
         if cached is None:
             missing.append((path, cid))
         else:
-            result[path] = cached if cached.path == path else replace(cached, path=path)
+            result[path] = cached if cached.path == path else cached._replace(path=path)
     total = len(missing)
     if progress is not None:
         progress(0, total)

@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-from dataclasses import asdict
 from typing import Any
 
 from tracker.facts import Context, ModuleFacts
@@ -17,9 +16,18 @@ def _context(ctx: Context) -> dict[str, Any]:
     return out
 
 
+def _plain(obj: Any) -> Any:
+    """NamedTuples (nested too) as dicts, tuples as lists: JSON-ready."""
+    if isinstance(obj, tuple) and hasattr(obj, "_asdict"):
+        return {k: _plain(v) for k, v in obj._asdict().items()}
+    if isinstance(obj, tuple | list):
+        return [_plain(v) for v in obj]
+    return obj
+
+
 def facts_document(facts: ModuleFacts, version: str) -> dict[str, Any]:
     def site(obj: Any) -> dict[str, Any]:
-        data = asdict(obj)
+        data = _plain(obj)
         data.pop("context", None)
         if "value" in data:
             data["value"] = obj.value.render() if obj.value is not None else None
@@ -34,9 +42,9 @@ def facts_document(facts: ModuleFacts, version: str) -> dict[str, Any]:
         "path": facts.path,
         "content_id": facts.content_id,
         "error_lines": list(facts.error_lines),
-        "classes": [asdict(c) for c in facts.classes],
-        "functions": [asdict(f) for f in facts.functions],
-        "imports": [asdict(i) for i in facts.imports],
+        "classes": _plain(facts.classes),
+        "functions": _plain(facts.functions),
+        "imports": _plain(facts.imports),
         "assigns": [site(a) for a in facts.assigns],
         "calls": [site(c) for c in facts.calls],
         "reads": [site(r) for r in facts.reads],

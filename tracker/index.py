@@ -58,6 +58,7 @@ class Resolution:
 
 
 _ANNOTATION_NAME = re.compile(r"[A-Za-z_][A-Za-z0-9_.]*")
+_CONSTRUCTOR = re.compile(r"\b([A-Z][A-Za-z0-9_]*(?:\.[A-Z][A-Za-z0-9_]*)*)\(")
 
 
 class VersionIndex:
@@ -70,8 +71,21 @@ class VersionIndex:
         self._function_module: dict[str, str] = {}
         self._imports: dict[str, list[Import]] = {}
         self._mro: dict[str, tuple[list[str], list[Resolution]]] = {}
+        # function key -> names/attribute chains it returns (for properties)
+        self._returned_refs: dict[str, list[str]] = {}
         for facts in self.modules.values():
             self._add_module(facts)
+
+    def add_modules(self, modules: Mapping[str, ModuleFacts]) -> None:
+        """Load more modules (base classes found later); derived caches are reset."""
+        for facts in modules.values():
+            if facts.path in self.by_path:
+                continue
+            self.by_path[facts.path] = facts
+            self.modules[facts.module_name] = facts
+            self._add_module(facts)
+        self._mro.clear()
+        self.__dict__.pop("subclasses", None)
 
     def _add_module(self, facts: ModuleFacts) -> None:
         mod = facts.module_name
@@ -86,6 +100,10 @@ class VersionIndex:
                 owner = self.classes.get(key(mod, fn.owner))
                 if owner is not None:
                     owner.methods.setdefault(fn.name, fn)
+        for ret in facts.returns:
+            if ret.context.scope and ret.value.op == "ref":
+                self._returned_refs.setdefault(key(mod, ret.context.scope), []).append(
+                    ret.value.text)
         params: dict[str, dict[str, str]] = {}
         for fn in facts.functions:
             params[fn.qualname] = {p.name: p.annotation for p in fn.params if p.annotation}
@@ -101,6 +119,10 @@ class VersionIndex:
                 info.instance_attrs.setdefault(attr, []).append(assign.line)
                 if assign.value_call:
                     info.attr_constructors.setdefault(attr, []).append(assign.value_call)
+                elif assign.value is not None and assign.value.op == "other":
+                    # `(EagleDraftWorker(...) if on_last_rank else None)` and the like.
+                    for ctor in _CONSTRUCTOR.findall(assign.value.text):
+                        info.attr_constructors.setdefault(attr, []).append(ctor)
                 elif assign.value is not None and assign.value.op == "ref":
                     annotation = params.get(scope, {}).get(assign.value.text)
                     if annotation:
@@ -248,12 +270,28 @@ class VersionIndex:
 
     @cached_property
     def subclasses(self) -> dict[str, set[str]]:
+        """Class -> every class below it (transitively)."""
         children: dict[str, set[str]] = {}
         for cls in self.classes:
             for res in self.bases(cls):
                 if res.symbol is not None:
                     children.setdefault(res.symbol, set()).add(cls)
-        return children
+        below: dict[str, set[str]] = {}
+
+        def collect(cls: str, seen: frozenset[str]) -> set[str]:
+            if cls in below:
+                return below[cls]
+            out: set[str] = set()
+            for child in children.get(cls, ()):
+                if child not in seen:
+                    out.add(child)
+                    out |= collect(child, seen | {child})
+            below[cls] = out
+            return out
+
+        for cls in children:
+            collect(cls, frozenset({cls}))
+        return below
 
     def find_method(self, cls: str, name: str) -> str | None:
         """The key of the method `name` as `cls` resolves it, or None."""
@@ -263,9 +301,17 @@ class VersionIndex:
                 return key(info.module, info.methods[name].qualname)
         return None
 
-    def attr_types(self, cls: str, attr: str) -> set[str]:
-        """Classes that `self.<attr>` may hold in instances of `cls`."""
+    def attr_types(self, cls: str, attr: str, depth: int = 0) -> set[str]:
+        """Classes that `self.<attr>` may hold in instances of `cls` (through a property
+        that returns `self.<other>` too)."""
         found: set[str] = set()
+        if depth > 3:
+            return found
+        prop = self.find_method(cls, attr)
+        if prop is not None and "property" in self.functions[prop].decorators:
+            for ref in self._returned_refs.get(prop, []):
+                if ref.startswith("self.") and ref.count(".") == 1:
+                    found |= self.attr_types(cls, ref[5:], depth + 1)
         for c in self.mro(cls)[0]:
             info = self.classes[c]
             scope = info.facts.qualname

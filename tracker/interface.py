@@ -11,12 +11,11 @@ configuration keys read.
 
 from __future__ import annotations
 
+import fnmatch
 import re
 from collections import defaultdict
 from collections.abc import Iterable
 from dataclasses import dataclass, field
-
-import networkx as nx
 
 from tracker.algorithms import Algorithms, Pair, discover, worker_roots
 from tracker.callgraph import CallGraph
@@ -103,22 +102,27 @@ class _Analysis:
         self.reached_by: dict[str, set[str]] = defaultdict(set)
         self.paths: dict[str, dict[str, list[str]]] = {}
         for algorithm in self.algos.speculative:
-            roots = [r for w in self.algos.workers.get(algorithm, [])
-                     for r in worker_roots(index, w)]
-            source = ("root", algorithm)
-            g = self.graph.graph
-            g.add_node(source)
-            for r in roots:
-                if r in g:
-                    g.add_edge(source, r)
-            paths = nx.single_source_shortest_path(g, source)
-            g.remove_node(source)
+            own: list[str] = []
+            inherited: list[str] = []
+            for w in self.algos.workers.get(algorithm, []):
+                mine, theirs = worker_roots(index, w)
+                own += mine
+                inherited += theirs
+            paths = self.graph.shortest_paths(own, inherited)
             self.paths[algorithm] = paths
             for fn in paths:
-                if fn != source:
-                    self.reached_by[fn].add(algorithm)
-        self.aliases = {m: _aliases(facts) for m, facts in index.modules.items()}
+                self.reached_by[fn].add(algorithm)
+        # Only code a worker reaches, or runner code the rules name, can hold a site.
+        runner_globs = [g for r in rules.receivers if r.scope == "runner" for g in r.modules]
+        self.modules = sorted(
+            {split_key(fn)[0] for fn in self.reached_by}
+            | {m for m in index.modules if any(fnmatch.fnmatchcase(m, g) for g in runner_globs)})
+        self.aliases = {m: _aliases(index.modules[m]) for m in self.modules}
         self.bindings = self._bind_parameters()
+        extra = {split_key(fn)[0] for fn in self.bindings} - set(self.modules)
+        for m in extra:
+            self.aliases[m] = _aliases(index.modules[m])
+        self.modules = sorted(set(self.modules) | extra)
 
     # -------------------------------------------------------------- receiver roles
 
@@ -152,9 +156,7 @@ class _Analysis:
         """(rule or binding, member on the model, "direct"|"attribute") or None."""
         expanded = self.expand(module, scope, line, receiver)
         cls = self.owner_class_name(module, scope)
-        for rule in self.rules.receivers:
-            if not rule.applies_in(module, cls):
-                continue
+        for rule in self.rules.rules_in(module, cls):
             touched = rule.member_of(expanded, member)
             if touched is not None:
                 return rule, touched[0], touched[1]
@@ -174,8 +176,8 @@ class _Analysis:
         bindings: dict[str, dict[str, _Binding]] = {}
         for _ in range(3):  # helpers that pass the model on to further helpers
             changed = False
-            for facts in self.index.iter_modules():
-                module = facts.module_name
+            for module in self.modules:
+                facts = self.index.modules[module]
                 local_types = self.graph.local_types(module)
                 for call in facts.calls:
                     scope = call.context.scope
@@ -209,8 +211,8 @@ class _Analysis:
             if not _SIMPLE_EXPR.fullmatch(text):
                 continue
             expanded = self.expand(module, scope, call.line, text)
-            for rule in self.rules.receivers:
-                if rule.applies_in(module, cls) and rule.regex.fullmatch(expanded):
+            for rule in self.rules.rules_in(module, cls):
+                if rule.regex.fullmatch(expanded):
                     out.append((slot, _Binding(rule.role, rule.scope, rule.pattern)))
                     break
             else:
@@ -250,7 +252,7 @@ class _Analysis:
 
     def path_to(self, algorithm: str, module: str, scope: str) -> tuple[str, ...]:
         path = self.paths.get(algorithm, {}).get(key(module, scope))
-        return tuple(path[1:]) if path else ()
+        return tuple(path) if path else ()
 
 
 def _aliases(facts: ModuleFacts) -> dict[str, dict[str, list[tuple[int, str]]]]:
@@ -338,8 +340,8 @@ def build_interface(version: str, index: VersionIndex, rules: RoleRules | None =
             site = site_for(algorithm)  # type: ignore[operator]
             found[(algorithm, role, member, kind)].append(site)
 
-    for facts in index.iter_modules():
-        module = facts.module_name
+    for module in an.modules:
+        facts = index.modules[module]
         path = facts.path
         for call in facts.calls:
             scope = call.context.scope

@@ -41,10 +41,11 @@ def load_index(tree: VersionTree, progress: Progress | None = None,
                on_phase: Callable[[str], None] | None = None) -> VersionIndex:
     paths = seed_paths(tree)
     facts = load_facts(tree, paths, progress=progress)
+    index = VersionIndex(facts)
+    pending = list(index.classes)
     for _ in range(4):
-        index = VersionIndex(facts)
         wanted: set[str] = set()
-        for cls in index.classes:
+        for cls in pending:
             for res in index.bases(cls):
                 if res.external and res.external.startswith("sglang."):
                     parts = res.external.split(".")
@@ -58,5 +59,9 @@ def load_index(tree: VersionTree, progress: Progress | None = None,
             return index
         if on_phase is not None:
             on_phase(f"reading {len(wanted)} more modules for base classes")
-        facts.update(load_facts(tree, sorted(wanted)))
-    return VersionIndex(facts)
+        before = set(index.classes)
+        more = load_facts(tree, sorted(wanted))
+        facts.update(more)
+        index.add_modules(more)
+        pending = [c for c in index.classes if c not in before]
+    return index

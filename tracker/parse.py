@@ -9,6 +9,7 @@ extraction within a small factor of the bare parse.
 from __future__ import annotations
 
 import hashlib
+from pathlib import Path
 from dataclasses import dataclass
 from functools import cache
 from typing import Any
@@ -53,11 +54,15 @@ def query_text(name: str) -> str:
 
 @cache
 def query_set_hash() -> str:
-    """A digest of every query file: facts from other queries are other facts."""
+    """A digest of every query file and of the code that turns captures into facts:
+    facts from other queries, or extracted differently, are other facts."""
     digest = hashlib.sha256()
     for name in QUERY_NAMES:
         digest.update(name.encode())
         digest.update(query_text(name).encode())
+    here = Path(__file__).resolve().parent
+    for module in ("parse.py", "facts.py"):
+        digest.update((here / module).read_bytes())
     return digest.hexdigest()[:16]
 
 
@@ -208,12 +213,27 @@ def _exits(block: Node) -> bool:
 
 
 def _catches_attribute_error(handler: Node) -> bool:
+    """True when the handler swallows an AttributeError. A handler that re-raises (even
+    only sometimes: `if not pp_stage: raise`) does not make the member optional."""
+    if _reraises(handler):
+        return False
     value = handler.child_by_field_name("value")
     if value is None:
         # A bare `except:` (or `except Exception`) swallows AttributeError too.
         return not any(c.type not in ("except", ":", "block", "comment") for c in handler.children)
     names = _text(value)
     return any(n in names for n in ("AttributeError", "Exception", "BaseException"))
+
+
+def _reraises(handler: Node) -> bool:
+    stack = list(handler.named_children)
+    while stack:
+        node = stack.pop()
+        if node.type == "raise_statement" and node.named_child_count == 0:
+            return True
+        if node.type not in ("function_definition", "class_definition"):
+            stack.extend(node.named_children)
+    return False
 
 
 def _build_contexts(intervals: list[_Interval], sites: list[tuple[int, int, Any]]) -> None:

@@ -6,7 +6,7 @@ from __future__ import annotations
 import fnmatch
 import re
 import tomllib
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from functools import cache
 
 from tracker.resources import queries_dir
@@ -44,6 +44,8 @@ class ReceiverRule:
 
 @dataclass(frozen=True)
 class RoleRules:
+    """All rules of roles.toml. `rules_in` memoises which receiver rules apply where."""
+
     receivers: tuple[ReceiverRule, ...]
     role_flags: dict[str, dict[str, bool]]  # flag name -> role -> value
     output_receivers: tuple[re.Pattern[str], ...]
@@ -52,6 +54,20 @@ class RoleRules:
     worker_packages: tuple[str, ...]
     model_kinds: tuple[tuple[str, re.Pattern[str], tuple[str, ...]], ...]
     source_hash: str
+    registry_calls: tuple[str, ...] = ()
+    registry_flags_keyword: str = "flags"
+    registry_worker_keyword: str = "worker_cls"
+    flag_method: str = "_has_flag"
+    _memo: dict[tuple[str, str | None], tuple[ReceiverRule, ...]] = field(
+        default_factory=dict, compare=False, repr=False)
+
+    def rules_in(self, module: str, class_name: str | None) -> tuple[ReceiverRule, ...]:
+        memo_key = (module, class_name)
+        found = self._memo.get(memo_key)
+        if found is None:
+            found = tuple(r for r in self.receivers if r.applies_in(module, class_name))
+            self._memo[memo_key] = found
+        return found
 
     def model_kind(self, class_name: str) -> str:
         return self.model_kind_rule(class_name)[0]
@@ -103,4 +119,8 @@ def load_rules() -> RoleRules:
             for k in data.get("model_kind", [])
         ),
         source_hash=hashlib.sha256(raw).hexdigest()[:16],
+        registry_calls=tuple(data["algorithms"].get("registry_calls", ())),
+        registry_flags_keyword=data["algorithms"].get("registry_flags_keyword", "flags"),
+        registry_worker_keyword=data["algorithms"].get("registry_worker_keyword", "worker_cls"),
+        flag_method=data["algorithms"].get("flag_method", "_has_flag"),
     )

@@ -48,11 +48,21 @@ class Snapshot:
     origin: str = "built"
 
 
+# The modules whose logic decides what a snapshot says; their text is part of the
+# builder identity so that a changed analysis never reuses an old answer.
+ANALYSIS_MODULES = ("index.py", "callgraph.py", "algorithms.py", "interface.py", "compat.py",
+                    "roles.py", "loader.py")
+
+
 def current_builder() -> Builder:
     from tracker.parse import query_set_hash  # deferred: parse imports tree-sitter
     from tracker.roles import load_rules
 
-    return Builder(__version__, query_set_hash(), load_rules().source_hash)
+    here = Path(__file__).resolve().parent
+    digest = hashlib.sha256(load_rules().source_hash.encode())
+    for module in ANALYSIS_MODULES:
+        digest.update((here / module).read_bytes())
+    return Builder(__version__, query_set_hash(), digest.hexdigest()[:16])
 
 
 def content_digest(files: Mapping[str, str]) -> str:

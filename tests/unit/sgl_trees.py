@@ -1,0 +1,182 @@
+"""Tiny SGLang-shaped trees for the analysis tests: a base release and helpers that run
+the real pipeline (facts -> index -> interface -> compat) on it in memory."""
+
+from __future__ import annotations
+
+import textwrap
+from collections.abc import Mapping
+from dataclasses import dataclass
+
+from tracker.compat import Compat, build_compat
+from tracker.index import VersionIndex
+from tracker.interface import Interface, build_interface
+from tracker.parse import extract_facts
+from tracker.sources.base import content_id
+
+SRT = "python/sglang/srt/"
+
+_BASE: dict[str, str] = {
+    "speculative/spec_info.py": """
+        from enum import IntEnum, auto
+
+
+        class SpeculativeAlgorithm(IntEnum):
+            NONE = auto()
+            EAGLE = auto()
+            EAGLE3 = auto()
+
+            def is_none(self):
+                return self == SpeculativeAlgorithm.NONE
+
+            def is_eagle(self):
+                return self == SpeculativeAlgorithm.EAGLE or self == SpeculativeAlgorithm.EAGLE3
+
+            def is_eagle3(self):
+                return self == SpeculativeAlgorithm.EAGLE3
+
+            def create_worker(self):
+                if self.is_eagle():
+                    from sglang.srt.speculative.eagle_worker import EAGLEWorker
+
+                    return EAGLEWorker
+                return None
+        """,
+    "speculative/eagle_worker.py": """
+        from sglang.srt.managers.tp_worker import TpModelWorker
+        from sglang.srt.speculative.spec_info import SpeculativeAlgorithm
+
+
+        class EAGLEWorker(TpModelWorker):
+            def __init__(self, server_args, target_worker: TpModelWorker):
+                self.target_worker = target_worker
+                self.speculative_algorithm = SpeculativeAlgorithm.from_string(server_args.algo)
+                super().__init__(server_args, is_draft_worker=True)
+                embed, head = self.target_worker.model_runner.model.get_embed_and_head()
+                if self.speculative_algorithm.is_eagle3():
+                    self.draft_model_runner.model.set_embed(embed)
+                else:
+                    self.draft_model_runner.model.set_embed_and_head(embed, head)
+
+            @property
+            def draft_model_runner(self):
+                return self.model_runner
+
+            def forward_batch_generation(self, batch):
+                logits_output = self.target_worker.forward_batch_generation(batch)
+                return logits_output.hidden_states
+        """,
+    "managers/tp_worker.py": """
+        from sglang.srt.model_executor.model_runner import ModelRunner
+
+
+        class TpModelWorker:
+            def __init__(self, server_args, is_draft_worker=False):
+                self.model_runner = ModelRunner(server_args, is_draft_worker=is_draft_worker)
+
+            def forward_batch_generation(self, batch):
+                return self.model_runner.forward(batch)
+        """,
+    "model_executor/model_runner.py": """
+        from sglang.srt.speculative.spec_info import SpeculativeAlgorithm
+
+
+        class ModelRunner:
+            def __init__(self, server_args, is_draft_worker=False):
+                self.is_draft_worker = is_draft_worker
+                self.spec_algorithm = SpeculativeAlgorithm.from_string(server_args.algo)
+                self.eagle_use_aux_hidden_state = False
+                if self.spec_algorithm.is_eagle3() and not self.is_draft_worker:
+                    self.eagle_use_aux_hidden_state = True
+                self.model = server_args.load()
+                if self.eagle_use_aux_hidden_state:
+                    self.model.set_eagle3_layers_to_capture([1, 2])
+
+            def forward(self, batch):
+                return self.model.forward(batch)
+        """,
+    "models/llama.py": """
+        from torch import nn
+
+
+        class LlamaForCausalLM(nn.Module):
+            def __init__(self, config):
+                super().__init__()
+                self.model = config.build()
+
+            def get_embed_and_head(self):
+                return self.model.embed, self.model.head
+
+            def set_eagle3_layers_to_capture(self, layer_ids=None):
+                self.layers = layer_ids
+
+
+        EntryClass = LlamaForCausalLM
+        """,
+    "models/wrapper.py": """
+        from torch import nn
+
+        from sglang.srt.models.llama import LlamaForCausalLM
+
+
+        class WrapperForConditionalGeneration(nn.Module):
+            def __init__(self, config):
+                super().__init__()
+                self.language_model = LlamaForCausalLM(config)
+
+
+        EntryClass = [WrapperForConditionalGeneration]
+        """,
+    "models/llama_eagle.py": """
+        from sglang.srt.models.llama import LlamaForCausalLM
+
+
+        class LlamaForCausalLMEagle(LlamaForCausalLM):
+            def set_embed_and_head(self, embed, head):
+                self.embed, self.head = embed, head
+
+
+        EntryClass = [LlamaForCausalLMEagle]
+        """,
+}
+
+
+# Dedented once here, so tests can edit the texts with the indentation they will have.
+BASE: dict[str, str] = {path: textwrap.dedent(text).lstrip() for path, text in _BASE.items()}
+
+
+@dataclass
+class Built:
+    index: VersionIndex
+    interface: Interface
+    compat: Compat
+
+
+def tree(overrides: Mapping[str, str | None] | None = None) -> dict[str, str]:
+    """The base tree with files replaced (text) or removed (None); paths under srt/."""
+    files = dict(BASE)
+    for path, text in (overrides or {}).items():
+        if text is None:
+            files.pop(path, None)
+        else:
+            files[path] = text
+    return {SRT + path: textwrap.dedent(text).lstrip() for path, text in files.items()}
+
+
+def build(overrides: Mapping[str, str | None] | None = None, version: str = "v1") -> Built:
+    files = tree(overrides)
+    facts = {}
+    for path, text in files.items():
+        data = text.encode()
+        facts[path] = extract_facts(path, content_id(data), data)
+    index = VersionIndex(facts)
+    interface = build_interface(version, index)
+    return Built(index, interface, build_compat(index, interface))
+
+
+def line_of(overrides: Mapping[str, str | None] | None, path: str, needle: str) -> int:
+    """1-based line of the first line containing `needle` in a tree file."""
+    text = tree(overrides)[SRT + path]
+    for number, line in enumerate(text.splitlines(), 1):
+        if needle in line:
+            return number
+    raise AssertionError(f"{needle!r} not in {path}")
