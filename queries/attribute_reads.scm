@@ -7,6 +7,17 @@
   attribute: (identifier) @read.member) @read.site
   (#not-match? @read.receiver "^(self|cls)$"))
 
+; A constant key is a plain string literal: no f-string (its quote is `f"`), nothing but
+; the text between the quotes.
 (subscript
   value: (_) @read.receiver
-  subscript: (string (string_content) @read.key)) @read.key_site
+  .
+  subscript: (string
+    .
+    (string_start) @read.quote
+    .
+    (string_content) @read.key
+    .
+    (string_end)
+    .)
+  (#match? @read.quote "^['\"]$")) @read.key_site

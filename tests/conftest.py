@@ -14,6 +14,7 @@ from collections.abc import Callable, Iterator, Mapping
 from pathlib import Path
 
 import pytest
+
 from tracker.sources import clear_memo
 from tracker.sources.base import VersionTree
 from tracker.sources.pypi import PypiSource
@@ -141,3 +142,19 @@ def real_pypi(real_cache: Path) -> PypiSource:
 def real_tree(real_pypi: PypiSource, use_real_cache: Path) -> Callable[[str], VersionTree]:
     """`real_tree("v0.5.9") -> VersionTree` of a real release (downloaded once, then cached)."""
     return real_pypi.tree
+
+
+# -- goldens ------------------------------------------------------------------------------------
+
+
+def pytest_addoption(parser: pytest.Parser) -> None:
+    parser.addoption(
+        "--update-goldens",
+        action="store_true",
+        help="rewrite the expected renders under tests/cli/goldens/ instead of comparing",
+    )
+
+
+@pytest.fixture
+def update_goldens(request: pytest.FixtureRequest) -> bool:
+    return bool(request.config.getoption("--update-goldens"))

@@ -55,8 +55,9 @@ class Algorithms:
     def universe(self) -> frozenset[Pair]:
         return frozenset(product(self.members, ROLES))
 
-    def pairs(self, members: frozenset[str] | set[str], roles: tuple[str, ...] = ROLES
-              ) -> frozenset[Pair]:
+    def pairs(
+        self, members: frozenset[str] | set[str], roles: tuple[str, ...] = ROLES
+    ) -> frozenset[Pair]:
         return frozenset(product(members, roles))
 
     # ------------------------------------------------------------------- evaluation
@@ -153,27 +154,34 @@ def discover(index: VersionIndex, rules: RoleRules) -> Algorithms:
     if not enum_keys:
         algos = Algorithms(None, (), {}, role_flags=dict(rules.role_flags))
         algos.warnings.append(
-            f"no class {rules.algorithm_enum} found: cannot tell the speculative algorithms")
+            f"no class {rules.algorithm_enum} found: cannot tell the speculative algorithms"
+        )
         return algos
     enum_key = sorted(enum_keys, key=lambda k: ("speculative" not in k, k))[0]
     info = index.classes[enum_key]
-    members = tuple(sorted(
-        (a for a in info.class_attrs if a.isupper() and not a.startswith("_")),
-        key=lambda a: _member_order(index, enum_key, a),
-    ))
+    members = tuple(
+        sorted(
+            (a for a in info.class_attrs if a.isupper() and not a.startswith("_")),
+            key=lambda a: _member_order(index, enum_key, a),
+        )
+    )
     algos = Algorithms(enum_key, members, {}, role_flags=dict(rules.role_flags))
     if not members:
         _discover_registry(index, rules, algos)
-    algos.predicates = _predicates(index, enum_key, algos.members, algos.member_flags,
-                                   rules.flag_method)
+    algos.predicates = _predicates(
+        index, enum_key, algos.members, algos.member_flags, rules.flag_method
+    )
     _discover_flags(index, algos)
     _discover_workers(index, rules, algos)
     missing = [m for m in algos.speculative if not algos.workers.get(m)]
     if missing:
         algos.warnings.append(
-            "no worker class found for " + ", ".join(missing)
-            + " (looked for classes of " + ", ".join(rules.worker_packages)
-            + " returned or built under a condition naming the algorithm)")
+            "no worker class found for "
+            + ", ".join(missing)
+            + " (looked for classes of "
+            + ", ".join(rules.worker_packages)
+            + " returned or built under a condition naming the algorithm)"
+        )
     return algos
 
 
@@ -219,9 +227,13 @@ def _discover_registry(index: VersionIndex, rules: RoleRules, algos: Algorithms)
     algos.members = tuple(members)
 
 
-def _predicates(index: VersionIndex, enum_key: str, members: tuple[str, ...],
-                member_flags: dict[str, frozenset[str]], flag_method: str,
-                ) -> dict[str, frozenset[str]]:
+def _predicates(
+    index: VersionIndex,
+    enum_key: str,
+    members: tuple[str, ...],
+    member_flags: dict[str, frozenset[str]],
+    flag_method: str,
+) -> dict[str, frozenset[str]]:
     info = index.classes[enum_key]
     facts = index.modules[info.module]
     enum_name = info.name
@@ -253,10 +265,13 @@ def _predicates(index: VersionIndex, enum_key: str, members: tuple[str, ...],
             if any(p is None for p in parts):
                 return None
             sets = [p for p in parts if p is not None]
-            return (frozenset.intersection(*sets) if cond.op == "and"
-                    else frozenset.union(*sets))
-        if cond.op == "call" and cond.text == f"self.{flag_method}" and cond.args \
-                and cond.args[0].op == "str":
+            return frozenset.intersection(*sets) if cond.op == "and" else frozenset.union(*sets)
+        if (
+            cond.op == "call"
+            and cond.text == f"self.{flag_method}"
+            and cond.args
+            and cond.args[0].op == "str"
+        ):
             flag = cond.args[0].text.upper()
             return frozenset(m for m in members if flag in member_flags.get(m, ()))
         if cond.op == "call" and cond.text.startswith("self."):
@@ -287,8 +302,11 @@ def _discover_flags(index: VersionIndex, algos: Algorithms) -> None:
             receiver, dot, name = target.rpartition(".")
             if not dot or not name.isidentifier() or not receiver.isidentifier():
                 continue
-            if a.value is not None and a.value.op == "other" and a.value.text in (
-                    "False", "None", "0"):
+            if (
+                a.value is not None
+                and a.value.op == "other"
+                and a.value.text in ("False", "None", "0")
+            ):
                 continue
             if not a.context.branches:
                 # Set unconditionally to something that may be true: not an algorithm flag.
@@ -300,7 +318,9 @@ def _discover_flags(index: VersionIndex, algos: Algorithms) -> None:
                 continue
             # `self.flag` belongs to the class; `config.flag` to the function setting it.
             scope = a.context.scope
-            owner = f"{facts.module_name}:{scope.rpartition('.')[0] if receiver == 'self' else scope}"
+            owner = (
+                f"{facts.module_name}:{scope.rpartition('.')[0] if receiver == 'self' else scope}"
+            )
             found.setdefault(name, {}).setdefault(owner, set()).update(allowed)
     for name, per_class in found.items():
         if name not in spoiled and name not in algos.role_flags:
@@ -343,10 +363,9 @@ def _discover_workers(index: VersionIndex, rules: RoleRules, algos: Algorithms) 
                 add(m, cls)
     # Registry-style versions name each algorithm's worker factory at registration.
     for member, (module, factory) in algos.factories.items():
-        for facts in (index.modules.get(module),):
-            if facts is None:
-                continue
-            for name, scope, _branches in _worker_references(facts):
+        factory_facts = index.modules.get(module)
+        if factory_facts is not None:
+            for name, scope, _branches in _worker_references(factory_facts):
                 if scope == factory or scope.startswith(factory + "."):
                     cls = worker_class(index.resolve_name(module, name, scope))
                     if cls is not None:

@@ -74,8 +74,12 @@ class Workspace:
         from tracker.versions import canonical_tag
 
         tag = canonical_tag(spec)
-        if self.source.kind == "pypi" and self.use_shipped and tag is not None \
-                and (shipped_dir() / f"{tag}.json").is_file():
+        if (
+            self.source.kind == "pypi"
+            and self.use_shipped
+            and tag is not None
+            and (shipped_dir() / f"{tag}.json").is_file()
+        ):
             # A shipped release needs no package index: this keeps `diff` offline.
             return self.source, tag
         return split_spec(spec, self.source)
@@ -106,14 +110,18 @@ class Workspace:
 
         self.reporter.phase(f"reading {version} from {source.describe()}")
         tree = source.tree(version)
-        index = load_index(tree, progress=self.reporter.progress(f"parsing {version}"),
-                           on_phase=self.reporter.phase)
+        index = load_index(
+            tree,
+            progress=self.reporter.progress(f"parsing {version}"),
+            on_phase=self.reporter.phase,
+        )
         for facts in index.modules.values():
             if facts.error_lines:
                 self.reporter.warn(
                     f"{version}: {facts.path} has syntax errors at line(s) "
                     + ", ".join(map(str, facts.error_lines[:5]))
-                    + "; analysed what tree-sitter recovered")
+                    + "; analysed what tree-sitter recovered"
+                )
         interface = build_interface(version, index)
         compat = build_compat(index, interface)
         analysis = Analysis(tree, index, interface, compat)
@@ -130,8 +138,12 @@ class Workspace:
             # Releases on the package index never change: the shipped snapshot of a
             # release is that release's answer as long as the same tool built it.
             shipped = load_file(shipped_dir() / f"{version}.json")
-            if shipped is not None and is_current(shipped, builder) \
-                    and shipped.source.kind == "pypi" and shipped.version == version:
+            if (
+                shipped is not None
+                and is_current(shipped, builder)
+                and shipped.source.kind == "pypi"
+                and shipped.version == version
+            ):
                 shipped.origin = "shipped"
                 return shipped
         cache_file: Path | None = None
@@ -144,16 +156,22 @@ class Workspace:
             digest = content_digest(tree.files)
             if self.use_shipped and source.kind == "git":
                 shipped = load_file(shipped_dir() / f"{version}.json")
-                if shipped is not None and is_current(shipped, builder) \
-                        and shipped.content_digest == digest:
+                if (
+                    shipped is not None
+                    and is_current(shipped, builder)
+                    and shipped.content_digest == digest
+                ):
                     shipped.origin = "shipped"
                     return shipped
             cache_file = cache_root() / "snapshots" / f"{source.kind}-{digest}.json"
         if self.use_cache and cache_file is not None:
             cached = load_file(cache_file)
-            if cached is not None and is_current(cached, builder) and (
-                    not digest or cached.content_digest == digest) \
-                    and cached.version == version:
+            if (
+                cached is not None
+                and is_current(cached, builder)
+                and (not digest or cached.content_digest == digest)
+                and cached.version == version
+            ):
                 cached.origin = "cache"
                 return cached
         analysis = self.analyse(source, version)

@@ -21,6 +21,8 @@ def atomic_writer(path: Path, mode: str = "wb") -> Iterator[IO[bytes]]:
     fd, tmp_name = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".tmp", dir=path.parent)
     tmp = Path(tmp_name)
     try:
+        # mkstemp makes the file private; a report or snapshot should get the usual mode.
+        os.fchmod(fd, 0o666 & ~_umask())
         with os.fdopen(fd, mode) as handle:
             yield handle
             handle.flush()
@@ -29,6 +31,12 @@ def atomic_writer(path: Path, mode: str = "wb") -> Iterator[IO[bytes]]:
     except BaseException:
         tmp.unlink(missing_ok=True)
         raise
+
+
+def _umask() -> int:
+    current = os.umask(0)
+    os.umask(current)
+    return current
 
 
 def write_bytes_atomic(path: Path, data: bytes) -> None:

@@ -85,8 +85,9 @@ class CallGraph:
             return None
         return key(module, fn.owner)
 
-    def callees(self, module: str, scope: str, call: Call,
-                 local_types: dict[tuple[str, str], list[str]]) -> Iterable[str]:
+    def callees(
+        self, module: str, scope: str, call: Call, local_types: dict[tuple[str, str], list[str]]
+    ) -> Iterable[str]:
         index = self.index
         receiver = call.receiver
         if receiver is None:

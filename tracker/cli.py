@@ -36,13 +36,24 @@ class Failed(Exception):
 
 
 def _source_options(func: F) -> F:
-    @click.option("--source", "source", metavar="SOURCE",
-                  help="Where SGLang comes from: pypi, git:PATH_OR_URL or dir:PATH. "
-                       "Default: --repo/TRACKER_REPO, the SGLang checkout you are in, else pypi.")
-    @click.option("--repo", envvar="TRACKER_REPO", metavar="PATH_OR_URL",
-                  help="An SGLang git repository (local path or URL) to read tags from.")
-    @click.option("--no-shipped", is_flag=True,
-                  help="Ignore the snapshots shipped with the tool; analyse the source.")
+    @click.option(
+        "--source",
+        "source",
+        metavar="SOURCE",
+        help="Where SGLang comes from: pypi, git:PATH_OR_URL or dir:PATH. "
+        "Default: --repo/TRACKER_REPO, the SGLang checkout you are in, else pypi.",
+    )
+    @click.option(
+        "--repo",
+        envvar="TRACKER_REPO",
+        metavar="PATH_OR_URL",
+        help="An SGLang git repository (local path or URL) to read tags from.",
+    )
+    @click.option(
+        "--no-shipped",
+        is_flag=True,
+        help="Ignore the snapshots shipped with the tool; analyse the source.",
+    )
     @click.option("-q", "--quiet", is_flag=True, help="No progress output.")
     @functools.wraps(func)
     def wrapper(*args: Any, **kwargs: Any) -> Any:
@@ -52,15 +63,27 @@ def _source_options(func: F) -> F:
 
 
 def _format_option(*choices: str) -> Callable[[F], F]:
-    return click.option("--format", "fmt", type=click.Choice(choices), default="text",
-                        show_default=True, help="Output format.")
+    return click.option(
+        "--format",
+        "fmt",
+        type=click.Choice(choices),
+        default="text",
+        show_default=True,
+        help="Output format.",
+    )
 
 
 def _render_options(func: F) -> F:
-    @click.option("--template-dir", type=click.Path(file_okay=False, path_type=Path),
-                  help="Directory whose templates override the built-in ones.")
-    @click.option("--link-pattern", metavar="PATTERN",
-                  help="URL of a source line; {tag}, {path} and {line} are filled in.")
+    @click.option(
+        "--template-dir",
+        type=click.Path(file_okay=False, path_type=Path),
+        help="Directory whose templates override the built-in ones.",
+    )
+    @click.option(
+        "--link-pattern",
+        metavar="PATTERN",
+        help="URL of a source line; {tag}, {path} and {line} are filled in.",
+    )
     @functools.wraps(func)
     def wrapper(*args: Any, **kwargs: Any) -> Any:
         return func(*args, **kwargs)
@@ -68,8 +91,7 @@ def _render_options(func: F) -> F:
     return wrapper  # type: ignore[return-value]
 
 
-def _workspace(source: str | None, repo: str | None, no_shipped: bool, quiet: bool
-               ) -> Workspace:
+def _workspace(source: str | None, repo: str | None, no_shipped: bool, quiet: bool) -> Workspace:
     from tracker.app import Workspace
     from tracker.progress import CliReporter
     from tracker.sources import open_source
@@ -78,12 +100,14 @@ def _workspace(source: str | None, repo: str | None, no_shipped: bool, quiet: bo
     return Workspace(src, reporter=CliReporter(quiet=quiet), use_shipped=not no_shipped)
 
 
-def _render_opts(template_dir: Path | None, link_pattern: str | None, show_all: bool = False
-                 ) -> RenderOptions:
+def _render_opts(
+    template_dir: Path | None, link_pattern: str | None, show_all: bool = False
+) -> RenderOptions:
     from tracker.render import DEFAULT_LINK, RenderOptions
 
-    return RenderOptions(link_pattern=link_pattern or DEFAULT_LINK, template_dir=template_dir,
-                         show_all=show_all)
+    return RenderOptions(
+        link_pattern=link_pattern or DEFAULT_LINK, template_dir=template_dir, show_all=show_all
+    )
 
 
 def _emit(text: str, output: Path | None = None) -> None:
@@ -107,15 +131,36 @@ def _pick_algorithms(available: tuple[str, ...], wanted: tuple[str, ...]) -> tup
     upper = tuple(a.upper() for a in wanted)
     unknown = [a for a in upper if a not in available]
     if unknown:
-        raise TrackerError(f"unknown algorithm {', '.join(unknown)}; this version has "
-                           f"{', '.join(available) or 'none'}")
+        raise TrackerError(
+            f"unknown algorithm {', '.join(unknown)}; this version has "
+            f"{', '.join(available) or 'none'}"
+        )
     return upper
 
 
 # --------------------------------------------------------------------------- group
 
 
-@click.group(context_settings={"help_option_names": ["-h", "--help"], "max_content_width": 100})
+class TrackerGroup(click.Group):
+    """Maps the tool's own failures to exit codes here, so that every way of invoking the
+    group (the console script, `python -m tracker`, click's test runner) behaves alike."""
+
+    def invoke(self, ctx: click.Context) -> Any:
+        try:
+            return super().invoke(ctx)
+        except Failed:
+            ctx.exit(1)
+        except TrackerError as exc:
+            if os.environ.get("TRACKER_DEBUG"):
+                raise
+            click.echo(f"tracker: error: {exc}", err=True)
+            ctx.exit(exc.exit_code)
+
+
+@click.group(
+    cls=TrackerGroup,
+    context_settings={"help_option_names": ["-h", "--help"], "max_content_width": 100},
+)
 @click.version_option(__version__, prog_name="tracker")
 def cli() -> None:
     """What SGLang's speculative decoding algorithms require of model classes, what changed
@@ -134,8 +179,7 @@ def cli() -> None:
 @cli.command()
 @_source_options
 @_format_option("text", "json")
-def versions(source: str | None, repo: str | None, no_shipped: bool, quiet: bool,
-             fmt: str) -> None:
+def versions(source: str | None, repo: str | None, no_shipped: bool, quiet: bool, fmt: str) -> None:
     """List the versions a source has, oldest first."""
     ws = _workspace(source, repo, no_shipped, quiet)
     names = ws.source.versions()
@@ -143,8 +187,15 @@ def versions(source: str | None, repo: str | None, no_shipped: bool, quiet: bool
     if fmt == "json":
         from tracker.render import to_json
 
-        _emit(to_json({"schema": "sglang-tracker/versions@1", "source": ws.source.describe(),
-                       "versions": names}))
+        _emit(
+            to_json(
+                {
+                    "schema": "sglang-tracker/versions@1",
+                    "source": ws.source.describe(),
+                    "versions": names,
+                }
+            )
+        )
     else:
         _emit("".join(f"{n}\n" for n in names))
 
@@ -166,14 +217,21 @@ def fetch(source: str | None, repo: str | None, no_shipped: bool, quiet: bool) -
 @click.argument("path")
 @_source_options
 @_format_option("text", "json")
-def facts(version: str, path: str, source: str | None, repo: str | None, no_shipped: bool,
-          quiet: bool, fmt: str) -> None:
+def facts(
+    version: str,
+    path: str,
+    source: str | None,
+    repo: str | None,
+    no_shipped: bool,
+    quiet: bool,
+    fmt: str,
+) -> None:
     """Show the facts extracted from one file (for debugging queries).
 
     PATH is a repo path such as python/sglang/srt/speculative/eagle_worker.py.
     """
-    from tracker.factsview import facts_document, facts_text
     from tracker.factstore import load_facts
+    from tracker.factsview import facts_document, facts_text
 
     ws = _workspace(source, repo, no_shipped, quiet)
     src, resolved = ws.resolve(version)
@@ -198,9 +256,18 @@ def facts(version: str, path: str, source: str | None, repo: str | None, no_ship
 @_source_options
 @_format_option("text", "md", "json")
 @_render_options
-def interface(version: str, algorithms: tuple[str, ...], role: str | None, source: str | None,
-              repo: str | None, no_shipped: bool, quiet: bool, fmt: str,
-              template_dir: Path | None, link_pattern: str | None) -> None:
+def interface(
+    version: str,
+    algorithms: tuple[str, ...],
+    role: str | None,
+    source: str | None,
+    repo: str | None,
+    no_shipped: bool,
+    quiet: bool,
+    fmt: str,
+    template_dir: Path | None,
+    link_pattern: str | None,
+) -> None:
     """What each algorithm requires of the target and draft models at VERSION."""
     from tracker.render import interface_document, render
 
@@ -214,11 +281,21 @@ def interface(version: str, algorithms: tuple[str, ...], role: str | None, sourc
 
 @cli.command()
 @click.argument("version")
-@click.option("-o", "--output", type=click.Path(dir_okay=False, path_type=Path),
-              help="File to write (default: snapshots/<version>.json in the current directory).")
+@click.option(
+    "-o",
+    "--output",
+    type=click.Path(dir_okay=False, path_type=Path),
+    help="File to write (default: snapshots/<version>.json in the current directory).",
+)
 @_source_options
-def snapshot(version: str, output: Path | None, source: str | None, repo: str | None,
-             no_shipped: bool, quiet: bool) -> None:
+def snapshot(
+    version: str,
+    output: Path | None,
+    source: str | None,
+    repo: str | None,
+    no_shipped: bool,
+    quiet: bool,
+) -> None:
     """Write VERSION's interface and compatibility as a snapshot JSON file."""
     from tracker.snapshot import to_json
 
@@ -234,15 +311,29 @@ def snapshot(version: str, output: Path | None, source: str | None, repo: str | 
 @click.argument("new")
 @click.option("-a", "--algorithm", "algorithms", multiple=True, help=ALGORITHM_HELP)
 @click.option("--all", "show_all", is_flag=True, help="List every model event.")
-@click.option("--fail-on", type=click.Choice(["breaking", "new-breaks", "any"]),
-              help="Exit 1 when the diff has breaking interface changes, newly broken "
-                   "wrappers, or any change.")
+@click.option(
+    "--fail-on",
+    type=click.Choice(["breaking", "new-breaks", "any"]),
+    help="Exit 1 when the diff has breaking interface changes, newly broken "
+    "wrappers, or any change.",
+)
 @_source_options
 @_format_option("text", "md", "json")
 @_render_options
-def diff(old: str, new: str, algorithms: tuple[str, ...], show_all: bool,
-         fail_on: str | None, source: str | None, repo: str | None, no_shipped: bool,
-         quiet: bool, fmt: str, template_dir: Path | None, link_pattern: str | None) -> None:
+def diff(
+    old: str,
+    new: str,
+    algorithms: tuple[str, ...],
+    show_all: bool,
+    fail_on: str | None,
+    source: str | None,
+    repo: str | None,
+    no_shipped: bool,
+    quiet: bool,
+    fmt: str,
+    template_dir: Path | None,
+    link_pattern: str | None,
+) -> None:
     """What changed between OLD and NEW: interface members, output fields, and which
     model wrappers broke or were fixed."""
     from tracker.diff import diff as compute
@@ -311,7 +402,10 @@ def main(argv: list[str] | None = None) -> None:
     except Exception as exc:  # never a traceback for users; TRACKER_DEBUG=1 shows it
         if debug:
             raise
-        click.echo(f"tracker: internal error: {type(exc).__name__}: {exc} "
-                   "(set TRACKER_DEBUG=1 for a traceback)", err=True)
+        click.echo(
+            f"tracker: internal error: {type(exc).__name__}: {exc} "
+            "(set TRACKER_DEBUG=1 for a traceback)",
+            err=True,
+        )
         sys.exit(2)
     sys.exit(0)

@@ -31,25 +31,52 @@ def _kinds(kind: str) -> tuple[str, ...]:
 @click.command()
 @click.argument("version", required=False)
 @click.option("-a", "--algorithm", "algorithms", multiple=True, help=ALGORITHM_HELP)
-@click.option("-m", "--model", "models", multiple=True,
-              help="Only this entry class (repeatable).")
-@click.option("--kind", type=KIND_CHOICE, default="target", show_default=True,
-              help="Which entry classes: target models, draft models, or both.")
-@click.option("--requirements", "requirements_spec", metavar="VERSION",
-              help="Take the requirements from this version...")
-@click.option("--models", "models_spec", metavar="VERSION",
-              help="...and the model classes from this one (e.g. dir:PATH, a patched tree).")
+@click.option("-m", "--model", "models", multiple=True, help="Only this entry class (repeatable).")
+@click.option(
+    "--kind",
+    type=KIND_CHOICE,
+    default="target",
+    show_default=True,
+    help="Which entry classes: target models, draft models, or both.",
+)
+@click.option(
+    "--requirements",
+    "requirements_spec",
+    metavar="VERSION",
+    help="Take the requirements from this version...",
+)
+@click.option(
+    "--models",
+    "models_spec",
+    metavar="VERSION",
+    help="...and the model classes from this one (e.g. dir:PATH, a patched tree).",
+)
 @click.option("--all", "show_all", is_flag=True, help="List models that are ok too.")
-@click.option("--fail-on", type=click.Choice(["broken", "unknown"]),
-              help="Exit 1 when a selected model is broken (or broken or unknown).")
+@click.option(
+    "--fail-on",
+    type=click.Choice(["broken", "unknown"]),
+    help="Exit 1 when a selected model is broken (or broken or unknown).",
+)
 @_source_options
 @_format_option("text", "md", "json", "sarif")
 @_render_options
-def check(version: str | None, algorithms: tuple[str, ...], models: tuple[str, ...],
-          kind: str, requirements_spec: str | None, models_spec: str | None,
-          show_all: bool, fail_on: str | None, source: str | None, repo: str | None,
-          no_shipped: bool, quiet: bool, fmt: str, template_dir: Path | None,
-          link_pattern: str | None) -> None:
+def check(
+    version: str | None,
+    algorithms: tuple[str, ...],
+    models: tuple[str, ...],
+    kind: str,
+    requirements_spec: str | None,
+    models_spec: str | None,
+    show_all: bool,
+    fail_on: str | None,
+    source: str | None,
+    repo: str | None,
+    no_shipped: bool,
+    quiet: bool,
+    fmt: str,
+    template_dir: Path | None,
+    link_pattern: str | None,
+) -> None:
     """Which model wrappers lack what the algorithms require at VERSION."""
     from tracker.compat import build_compat
     from tracker.render import check_document, render
@@ -78,16 +105,20 @@ def check(version: str | None, algorithms: tuple[str, ...], models: tuple[str, .
             near = difflib.get_close_matches(name, sorted(known), n=3)
             hint = f"; did you mean {', '.join(near)}" if near else ""
             raise TrackerError(f"{models_version} registers no entry class {name}{hint}")
-    selected = [c for c in compat.checks
-                if c.algorithm in chosen and c.kind in _kinds(kind)
-                and (not models or c.model in models)]
+    selected = [
+        c
+        for c in compat.checks
+        if c.algorithm in chosen and c.kind in _kinds(kind) and (not models or c.model in models)
+    ]
     if models:
         unchecked = [n for n in models if not any(c.model == n for c in selected)]
         for n in unchecked:
-            click.echo(f"tracker: note: {n} is not checked for {', '.join(chosen)} "
-                       "(its kind is not asked anything by these algorithms)", err=True)
-    doc = check_document(compat, selected, req_snap.version, models_version,
-                         ws.source.describe())
+            click.echo(
+                f"tracker: note: {n} is not checked for {', '.join(chosen)} "
+                "(its kind is not asked anything by these algorithms)",
+                err=True,
+            )
+    doc = check_document(compat, selected, req_snap.version, models_version, ws.source.describe())
     doc["requirements"] = _required_sites(req_snap.interface, chosen)
     doc["show_all"] = show_all or bool(models)
     _flush_warnings(ws)
@@ -109,22 +140,34 @@ def _required_sites(itf: Any, algorithms: tuple[str, ...]) -> dict[str, Any]:
     for r in itf.requirements:
         if r.algorithm in algorithms and r.status == "required":
             out.setdefault(r.algorithm, {}).setdefault(r.role, {})[r.member] = [
-                site_doc(s) for s in r.sites]
+                site_doc(s) for s in r.sites
+            ]
     return out
 
 
 @click.command()
 @click.argument("range_spec", metavar="RANGE")
-@click.option("-a", "--algorithm", "algorithm", default="EAGLE3", show_default=True,
-              help=ALGORITHM_HELP)
+@click.option(
+    "-a", "--algorithm", "algorithm", default="EAGLE3", show_default=True, help=ALGORITHM_HELP
+)
 @click.option("--kind", type=KIND_CHOICE, default="target", show_default=True)
 @click.option("--events-only", is_flag=True, help="Only the events, not the grid.")
 @_source_options
 @_format_option("text", "md", "json")
 @_render_options
-def matrix(range_spec: str, algorithm: str, kind: str, events_only: bool, source: str | None,
-           repo: str | None, no_shipped: bool, quiet: bool, fmt: str,
-           template_dir: Path | None, link_pattern: str | None) -> None:
+def matrix(
+    range_spec: str,
+    algorithm: str,
+    kind: str,
+    events_only: bool,
+    source: str | None,
+    repo: str | None,
+    no_shipped: bool,
+    quiet: bool,
+    fmt: str,
+    template_dir: Path | None,
+    link_pattern: str | None,
+) -> None:
     """Models x versions over RANGE (ok / broken / unknown / n/a / absent), and the events:
     first appearance, broke, fixed, removed."""
     from tracker.matrix import build_matrix
@@ -149,9 +192,18 @@ def matrix(range_spec: str, algorithm: str, kind: str, events_only: bool, source
 @_source_options
 @_format_option("text", "md", "json")
 @_render_options
-def history(model: str, range_spec: str | None, algorithms: tuple[str, ...],
-            source: str | None, repo: str | None, no_shipped: bool, quiet: bool, fmt: str,
-            template_dir: Path | None, link_pattern: str | None) -> None:
+def history(
+    model: str,
+    range_spec: str | None,
+    algorithms: tuple[str, ...],
+    source: str | None,
+    repo: str | None,
+    no_shipped: bool,
+    quiet: bool,
+    fmt: str,
+    template_dir: Path | None,
+    link_pattern: str | None,
+) -> None:
     """One model's events across releases (default: every release the source has)."""
     from tracker.matrix import build_matrix
     from tracker.render import history_document, render
@@ -190,13 +242,26 @@ def _full_range(ws: Any) -> str:
 @click.command()
 @click.argument("model")
 @click.option("--at", "version", required=True, help="The version to patch.")
-@click.option("-a", "--algorithm", "algorithm", default="EAGLE3", show_default=True,
-              help=ALGORITHM_HELP)
-@click.option("-o", "--output", type=click.Path(dir_okay=False, path_type=Path),
-              help="Write the patch to this file instead of stdout.")
+@click.option(
+    "-a", "--algorithm", "algorithm", default="EAGLE3", show_default=True, help=ALGORITHM_HELP
+)
+@click.option(
+    "-o",
+    "--output",
+    type=click.Path(dir_okay=False, path_type=Path),
+    help="Write the patch to this file instead of stdout.",
+)
 @_source_options
-def fix(model: str, version: str, algorithm: str, output: Path | None, source: str | None,
-        repo: str | None, no_shipped: bool, quiet: bool) -> None:
+def fix(
+    model: str,
+    version: str,
+    algorithm: str,
+    output: Path | None,
+    source: str | None,
+    repo: str | None,
+    no_shipped: bool,
+    quiet: bool,
+) -> None:
     """A unified diff that adds to MODEL the members its inner model provides and the
     algorithm requires (apply with `git apply` or `patch -p1`)."""
     from tracker.compat import class_key_for
@@ -211,29 +276,43 @@ def fix(model: str, version: str, algorithm: str, output: Path | None, source: s
     if found is None:
         raise TrackerError(f"{resolved} registers no entry class {model} checked for {name}")
     if found.status == "ok":
-        click.echo(f"tracker: {model} already provides what {name} requires at {resolved}",
-                   err=True)
+        click.echo(
+            f"tracker: {model} already provides what {name} requires at {resolved}", err=True
+        )
         return
     key = class_key_for(analysis.index, model)
     if key is None:
         raise TrackerError(f"cannot find the class {model} at {resolved}")
     patch = build_patch(analysis.tree, analysis.index, found, key)
     if patch.skipped:
-        click.echo(f"tracker: warning: no inner model provides {', '.join(patch.skipped)}; "
-                   "the patch does not add them", err=True)
+        click.echo(
+            f"tracker: warning: no inner model provides {', '.join(patch.skipped)}; "
+            "the patch does not add them",
+            err=True,
+        )
     _emit(patch.diff, output)
 
 
 @click.command()
 @click.argument("member")
 @click.option("--at", "version", required=True, help="The version to explain.")
-@click.option("-a", "--algorithm", "algorithm", default="EAGLE3", show_default=True,
-              help=ALGORITHM_HELP)
+@click.option(
+    "-a", "--algorithm", "algorithm", default="EAGLE3", show_default=True, help=ALGORITHM_HELP
+)
 @click.option("--role", type=click.Choice(["target", "draft"]), default=None)
 @_source_options
 @_format_option("text", "json")
-def why(member: str, version: str, algorithm: str, role: str | None, source: str | None,
-        repo: str | None, no_shipped: bool, quiet: bool, fmt: str) -> None:
+def why(
+    member: str,
+    version: str,
+    algorithm: str,
+    role: str | None,
+    source: str | None,
+    repo: str | None,
+    no_shipped: bool,
+    quiet: bool,
+    fmt: str,
+) -> None:
     """Why ALGORITHM needs MEMBER at VERSION: each site, its condition, and the call path
     from the algorithm's worker to it."""
     from tracker.render import requirement_doc, to_json
@@ -244,15 +323,22 @@ def why(member: str, version: str, algorithm: str, role: str | None, source: str
     _pick_algorithms(snap.interface.algorithms, (name,))
     reqs = [r for r in snap.interface.for_algorithm(name, role) if r.member == member]
     if not reqs:
-        others = sorted({r.algorithm for r in snap.interface.requirements
-                         if r.member == member})
+        others = sorted({r.algorithm for r in snap.interface.requirements if r.member == member})
         also = f" (it is required by {', '.join(others)})" if others else ""
         raise TrackerError(f"{name} at {snap.version} requires no member {member}{also}")
     _flush_warnings(ws)
     if fmt == "json":
-        _emit(to_json({"schema": "sglang-tracker/why@1", "version": snap.version,
-                       "algorithm": name, "member": member,
-                       "requirements": [requirement_doc(r) for r in reqs]}))
+        _emit(
+            to_json(
+                {
+                    "schema": "sglang-tracker/why@1",
+                    "version": snap.version,
+                    "algorithm": name,
+                    "member": member,
+                    "requirements": [requirement_doc(r) for r in reqs],
+                }
+            )
+        )
         return
     workers = ", ".join(snap.interface.workers.get(name, ())) or "none found"
     lines = [f"{member} at {snap.version} for {name} (workers: {workers})"]

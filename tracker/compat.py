@@ -18,23 +18,76 @@ from tracker.roles import RoleRules, load_rules
 
 # The public members of torch.nn.Module a model inherits (torch 2.x). `forward` is not
 # here on purpose: nn.Module's forward raises, so a model without one does not provide it.
-TORCH_MODULE_MEMBERS = frozenset({
-    "training", "add_module", "apply", "bfloat16", "buffers", "children", "compile", "cpu",
-    "cuda", "double", "eval", "extra_repr", "float", "get_buffer", "get_extra_state",
-    "get_parameter", "get_submodule", "half", "ipu", "load_state_dict", "modules", "mtia",
-    "named_buffers", "named_children", "named_modules", "named_parameters", "parameters",
-    "register_backward_hook", "register_buffer", "register_forward_hook",
-    "register_forward_pre_hook", "register_full_backward_hook",
-    "register_full_backward_pre_hook", "register_load_state_dict_post_hook",
-    "register_load_state_dict_pre_hook", "register_module", "register_parameter",
-    "register_state_dict_post_hook", "register_state_dict_pre_hook", "requires_grad_",
-    "set_extra_state", "set_submodule", "share_memory", "state_dict", "to", "to_empty",
-    "train", "type", "xpu", "zero_grad", "__call__", "__class__", "__dict__",
-})
+TORCH_MODULE_MEMBERS = frozenset(
+    {
+        "training",
+        "add_module",
+        "apply",
+        "bfloat16",
+        "buffers",
+        "children",
+        "compile",
+        "cpu",
+        "cuda",
+        "double",
+        "eval",
+        "extra_repr",
+        "float",
+        "get_buffer",
+        "get_extra_state",
+        "get_parameter",
+        "get_submodule",
+        "half",
+        "ipu",
+        "load_state_dict",
+        "modules",
+        "mtia",
+        "named_buffers",
+        "named_children",
+        "named_modules",
+        "named_parameters",
+        "parameters",
+        "register_backward_hook",
+        "register_buffer",
+        "register_forward_hook",
+        "register_forward_pre_hook",
+        "register_full_backward_hook",
+        "register_full_backward_pre_hook",
+        "register_load_state_dict_post_hook",
+        "register_load_state_dict_pre_hook",
+        "register_module",
+        "register_parameter",
+        "register_state_dict_post_hook",
+        "register_state_dict_pre_hook",
+        "requires_grad_",
+        "set_extra_state",
+        "set_submodule",
+        "share_memory",
+        "state_dict",
+        "to",
+        "to_empty",
+        "train",
+        "type",
+        "xpu",
+        "zero_grad",
+        "__call__",
+        "__class__",
+        "__dict__",
+    }
+)
 TORCH_MODULE_NAMES = frozenset({"torch.nn.Module", "torch.nn.modules.module.Module"})
 # External bases known to contribute no model members: not a reason for "unknown".
-EMPTY_BASES = frozenset({"abc.ABC", "typing.Generic", "typing.Protocol", "object",
-                         "enum.Enum", "torch.nn.Module", "torch.nn.modules.module.Module"})
+EMPTY_BASES = frozenset(
+    {
+        "abc.ABC",
+        "typing.Generic",
+        "typing.Protocol",
+        "object",
+        "enum.Enum",
+        "torch.nn.Module",
+        "torch.nn.modules.module.Module",
+    }
+)
 
 
 @dataclass(frozen=True)
@@ -109,8 +162,9 @@ def entry_classes(index: VersionIndex, rules: RoleRules) -> list[EntryClass]:
                 symbol = res.symbol or ""
                 if symbol:
                     path = index.classes[symbol].path
-                out.setdefault(short, EntryClass(short, symbol, path, a.line,
-                                                 rules.model_kind(short)))
+                out.setdefault(
+                    short, EntryClass(short, symbol, path, a.line, rules.model_kind(short))
+                )
     return sorted(out.values(), key=lambda e: e.name)
 
 
@@ -153,13 +207,15 @@ def delegations(index: VersionIndex, cls: str, member: str) -> list[Delegation]:
                 seen.add((attr, inner))
                 prov = provision(index, inner, member)
                 if prov.how in ("defined", "inherited", "attribute"):
-                    found.append(Delegation(member, attr, index.classes[inner].name, inner,
-                                            prov.where))
+                    found.append(
+                        Delegation(member, attr, index.classes[inner].name, inner, prov.where)
+                    )
     return found
 
 
-def build_compat(index: VersionIndex, interface: Interface,
-                 rules: RoleRules | None = None) -> Compat:
+def build_compat(
+    index: VersionIndex, interface: Interface, rules: RoleRules | None = None
+) -> Compat:
     rules = rules or load_rules()
     compat = Compat(interface.version, entries=entry_classes(index, rules))
     required: dict[tuple[str, str], list[str]] = {}
@@ -178,11 +234,20 @@ def build_compat(index: VersionIndex, interface: Interface,
             # is fixed when the last member it lacked stops being required.
             members = sorted(set(required.get((algorithm, role), [])))
             if not entry.key:
-                compat.checks.append(ModelCheck(
-                    entry.name, entry.path, entry.kind, algorithm, role, "unknown",
-                    unknown=tuple(members),
-                    provisions=tuple(Provision(m, "unknown", "class not resolved")
-                                     for m in members)))
+                compat.checks.append(
+                    ModelCheck(
+                        entry.name,
+                        entry.path,
+                        entry.kind,
+                        algorithm,
+                        role,
+                        "unknown",
+                        unknown=tuple(members),
+                        provisions=tuple(
+                            Provision(m, "unknown", "class not resolved") for m in members
+                        ),
+                    )
+                )
                 continue
             provs = tuple(provision(index, entry.key, m) for m in members)
             missing = tuple(p.member for p in provs if p.how == "missing")
@@ -191,9 +256,20 @@ def build_compat(index: VersionIndex, interface: Interface,
             for m in missing:
                 delegs.extend(delegations(index, entry.key, m))
             status = "broken" if missing else "unknown" if unknown else "ok"
-            compat.checks.append(ModelCheck(
-                entry.name, entry.path, entry.kind, algorithm, role, status,
-                missing, unknown, provs, tuple(delegs)))
+            compat.checks.append(
+                ModelCheck(
+                    entry.name,
+                    entry.path,
+                    entry.kind,
+                    algorithm,
+                    role,
+                    status,
+                    missing,
+                    unknown,
+                    provs,
+                    tuple(delegs),
+                )
+            )
     return compat
 
 
@@ -205,5 +281,16 @@ def class_key_for(index: VersionIndex, name: str) -> str | None:
     return chosen[0] if chosen else None
 
 
-__all__ = ["Compat", "Delegation", "EntryClass", "ModelCheck", "Provision", "build_compat",
-           "class_key_for", "delegations", "entry_classes", "key", "provision"]
+__all__ = [
+    "Compat",
+    "Delegation",
+    "EntryClass",
+    "ModelCheck",
+    "Provision",
+    "build_compat",
+    "class_key_for",
+    "delegations",
+    "entry_classes",
+    "key",
+    "provision",
+]

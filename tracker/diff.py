@@ -36,8 +36,9 @@ CHANGE_KINDS: dict[str, str] = {
 }
 
 # Kinds a maintainer must act on, ranked before the rest.
-BREAKING = frozenset({"member_now_required", "member_became_required",
-                      "call_arity_changed", "model_wrapper_broke"})
+BREAKING = frozenset(
+    {"member_now_required", "member_became_required", "call_arity_changed", "model_wrapper_broke"}
+)
 
 
 @dataclass(frozen=True)
@@ -54,8 +55,9 @@ class Change:
 
     @property
     def message(self) -> str:
-        return CHANGE_KINDS[self.kind].format(subject=self.subject, role=self.role or "target",
-                                              algorithm=self.algorithm)
+        return CHANGE_KINDS[self.kind].format(
+            subject=self.subject, role=self.role or "target", algorithm=self.algorithm
+        )
 
     @property
     def breaking(self) -> bool:
@@ -79,8 +81,9 @@ def _req_index(itf: Interface) -> dict[tuple[str, str, str], Requirement]:
     return {(r.algorithm, r.role, r.member): r for r in itf.requirements}
 
 
-def interface_changes(old: Interface, new: Interface,
-                      algorithms: tuple[str, ...]) -> Iterator[Change | tuple[Requirement, Requirement]]:
+def interface_changes(
+    old: Interface, new: Interface, algorithms: tuple[str, ...]
+) -> Iterator[Change | tuple[Requirement, Requirement]]:
     for a in sorted(set(new.algorithms) - set(old.algorithms)):
         if a in algorithms:
             yield Change("algorithm_added", a, a)
@@ -97,8 +100,9 @@ def interface_changes(old: Interface, new: Interface,
             kind = "member_now_required" if n.status == "required" else "member_now_optional"
             yield Change(kind, algorithm, member, role, None, n)
         elif n is None and o is not None:
-            kind = ("member_no_longer_required" if o.status == "required"
-                    else "member_no_longer_used")
+            kind = (
+                "member_no_longer_required" if o.status == "required" else "member_no_longer_used"
+            )
             yield Change(kind, algorithm, member, role, o, None)
         elif o is not None and n is not None:
             if o.status == "required" and n.status != "required":
@@ -110,8 +114,9 @@ def interface_changes(old: Interface, new: Interface,
             else:
                 yield (o, n)
     for kind, old_fields, new_fields in (
-            ("output_field", old.output_fields, new.output_fields),
-            ("config_key", old.config_keys, new.config_keys)):
+        ("output_field", old.output_fields, new.output_fields),
+        ("config_key", old.config_keys, new.config_keys),
+    ):
         fb = {(f.algorithm, f.owner, f.name): f for f in old_fields}
         fa = {(f.algorithm, f.owner, f.name): f for f in new_fields}
         for k in sorted(set(fb) | set(fa)):
@@ -146,16 +151,28 @@ def model_changes(old: Compat, new: Compat, algorithms: tuple[str, ...]) -> Iter
                 # Worth a look when its own inner model has the members, or a sibling in
                 # the same file supports the algorithm: an oversight, not a design choice.
                 notable = bool(n.delegations) or n.path in ok_modules
-                yield Change("model_wrapper_added_unsupported", algorithm, model, n.role,
-                             None, n, notable=notable)
+                yield Change(
+                    "model_wrapper_added_unsupported",
+                    algorithm,
+                    model,
+                    n.role,
+                    None,
+                    n,
+                    notable=notable,
+                )
             elif n.status == "ok":
                 yield Change("model_wrapper_added_supported", algorithm, model, n.role, None, n)
         elif o is not None and model not in new_names:
             yield Change("model_wrapper_removed", algorithm, model, o.role, o, None)
 
 
-def diff(old_itf: Interface, old_compat: Compat, new_itf: Interface, new_compat: Compat,
-         algorithms: tuple[str, ...] | None = None) -> Diff:
+def diff(
+    old_itf: Interface,
+    old_compat: Compat,
+    new_itf: Interface,
+    new_compat: Compat,
+    algorithms: tuple[str, ...] | None = None,
+) -> Diff:
     chosen = algorithms or tuple(sorted(set(old_itf.algorithms) | set(new_itf.algorithms)))
     result = Diff(old_itf.version, new_itf.version, chosen)
     for item in interface_changes(old_itf, new_itf, chosen):

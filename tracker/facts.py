@@ -27,7 +27,7 @@ class Cond(NamedTuple):
     """
 
     op: str
-    text: str
+    text: str  # for "cmp": the operators in order, comma-separated ("<,<=")
     args: tuple[Cond, ...] = ()
 
     def render(self) -> str:
@@ -38,7 +38,10 @@ class Cond(NamedTuple):
         if self.op == "call":
             return f"{self.text}({', '.join(a.render() for a in self.args)})"
         if self.op == "cmp":
-            return f" {self.text} ".join(a.render() for a in self.args)
+            parts = [self.args[0].render()] if self.args else []
+            for operator, operand in zip(self.text.split(","), self.args[1:], strict=False):
+                parts += [operator, operand.render()]
+            return " ".join(parts)
         if self.op == "seq":
             return "(" + ", ".join(a.render() for a in self.args) + ")"
         if self.op == "str":
@@ -58,6 +61,8 @@ class Branch(NamedTuple):
     holds: bool
 
     def render(self) -> str:
+        if not self.holds and self.test.op == "not":
+            return _paren(self.test.args[0])  # `if not x: return` leaves `x`, not `not (not x)`
         text = self.test.render()
         return text if self.holds else f"not ({text})" if " " in text else f"not {text}"
 

@@ -27,7 +27,7 @@ def _plain(obj: Any) -> Any:
 
 def facts_document(facts: ModuleFacts, version: str) -> dict[str, Any]:
     def site(obj: Any) -> dict[str, Any]:
-        data = _plain(obj)
+        data: dict[str, Any] = _plain(obj)
         data.pop("context", None)
         if "value" in data:
             data["value"] = obj.value.render() if obj.value is not None else None
@@ -48,8 +48,10 @@ def facts_document(facts: ModuleFacts, version: str) -> dict[str, Any]:
         "assigns": [site(a) for a in facts.assigns],
         "calls": [site(c) for c in facts.calls],
         "reads": [site(r) for r in facts.reads],
-        "returns": [{"line": r.line, "value": r.value.render(), **_context(r.context)}
-                    for r in facts.returns],
+        "returns": [
+            {"line": r.line, "value": r.value.render(), **_context(r.context)}
+            for r in facts.returns
+        ],
     }
 
 
@@ -60,15 +62,18 @@ def facts_text(facts: ModuleFacts, version: str) -> str:
     for c in facts.classes:
         lines.append(f"class {c.qualname}({', '.join(c.bases)})  :{c.line}-{c.end_line}")
     for a in facts.assigns:
-        if a.target == "EntryClass" or a.target.startswith("self.") and a.value_call:
+        if a.target == "EntryClass" or (a.target.startswith("self.") and a.value_call):
             rhs = f"{a.value_call}(...)" if a.value_call else ", ".join(a.value_names)
             lines.append(f"assign {a.target} = {rhs}  :{a.line} in {a.context.scope or '<module>'}")
     for call in facts.calls:
         if call.receiver is None and call.name not in ("hasattr", "getattr"):
             continue
         where = call.context.scope or "<module>"
-        cond = " if " + " and ".join(b.render() for b in call.context.branches) \
-            if call.context.branches else ""
+        cond = (
+            " if " + " and ".join(b.render() for b in call.context.branches)
+            if call.context.branches
+            else ""
+        )
         target = f"{call.receiver}.{call.name}" if call.receiver else call.name
         lines.append(f"call {target}({', '.join(call.args)})  :{call.line} in {where}{cond}")
     return "\n".join(lines) + "\n"

@@ -31,8 +31,7 @@ class Patch:
     skipped: tuple[str, ...]  # missing members with no inner model to delegate to
 
 
-def build_patch(tree: VersionTree, index: VersionIndex, check: ModelCheck,
-                class_key: str) -> Patch:
+def build_patch(tree: VersionTree, index: VersionIndex, check: ModelCheck, class_key: str) -> Patch:
     chosen: dict[str, Delegation] = {}
     for d in check.delegations:
         chosen.setdefault(d.member, d)  # first inner model in attribute order
@@ -40,7 +39,8 @@ def build_patch(tree: VersionTree, index: VersionIndex, check: ModelCheck,
     if not chosen:
         raise TrackerError(
             f"{check.model} lacks {', '.join(check.missing)} but holds no inner model that "
-            "provides them: there is nothing to delegate to")
+            "provides them: there is nothing to delegate to"
+        )
     info = index.classes[class_key]
     source = tree.read(info.path)
     lines = source.decode("utf-8").splitlines(keepends=True)
@@ -55,9 +55,14 @@ def build_patch(tree: VersionTree, index: VersionIndex, check: ModelCheck,
     addition = "".join("\n" + b for b in blocks)
     new_lines.append(addition)
     new_lines.extend(lines[insert_at:])
-    diff = "".join(difflib.unified_diff(
-        lines, "".join(new_lines).splitlines(keepends=True),
-        fromfile=f"a/{info.path}", tofile=f"b/{info.path}"))
+    diff = "".join(
+        difflib.unified_diff(
+            lines,
+            "".join(new_lines).splitlines(keepends=True),
+            fromfile=f"a/{info.path}",
+            tofile=f"b/{info.path}",
+        )
+    )
     return Patch(info.path, diff, tuple(sorted(chosen)), skipped)
 
 
@@ -69,16 +74,18 @@ def _body_indent(lines: list[str], start: int, end: int) -> str:
     return "    "
 
 
-def _delegate(tree: VersionTree, index: VersionIndex, wrapper_module: str, d: Delegation,
-              indent: str) -> str:
+def _delegate(
+    tree: VersionTree, index: VersionIndex, wrapper_module: str, d: Delegation, indent: str
+) -> str:
     inner_method = index.find_method(d.inner_key, d.member)
     fn = index.functions.get(inner_method) if inner_method else None
     if fn is None:
         # An attribute of the inner model: expose it read-only.
-        return (f"{indent}@property\n{indent}def {d.member}(self):\n"
-                f"{indent}    return self.{d.attribute}.{d.member}\n")
-    provider_path = index.path_of_module(inner_method.partition(":")[0]) \
-        if inner_method else None
+        return (
+            f"{indent}@property\n{indent}def {d.member}(self):\n"
+            f"{indent}    return self.{d.attribute}.{d.member}\n"
+        )
+    provider_path = index.path_of_module(inner_method.partition(":")[0]) if inner_method else None
     params_text = "(self)"
     decorators = ""
     if provider_path is not None:
@@ -89,8 +96,11 @@ def _delegate(tree: VersionTree, index: VersionIndex, wrapper_module: str, d: De
     call_args = _forwarded_arguments(fn)
     lines = []
     if "@property" in decorators:
-        lines += [f"{indent}@property\n", f"{indent}def {d.member}(self):\n",
-                  f"{indent}    return self.{d.attribute}.{d.member}\n"]
+        lines += [
+            f"{indent}@property\n",
+            f"{indent}def {d.member}(self):\n",
+            f"{indent}    return self.{d.attribute}.{d.member}\n",
+        ]
         return "".join(lines)
     if "@staticmethod" in decorators or "@classmethod" in decorators:
         params_text = "(self" + ("" if call_args == "" else ", " + call_args) + ")"
@@ -116,8 +126,9 @@ def _forwarded_arguments(fn: FunctionDef) -> str:
     return ", ".join(out)
 
 
-def _portable_params(params_text: str, fn: FunctionDef, index: VersionIndex,
-                     wrapper_module: str) -> str:
+def _portable_params(
+    params_text: str, fn: FunctionDef, index: VersionIndex, wrapper_module: str
+) -> str:
     """The provider's parameter list, without annotations that name something the
     wrapper's module does not bind (they would fail when the class body runs)."""
     text = " ".join(params_text.split())
@@ -125,8 +136,11 @@ def _portable_params(params_text: str, fn: FunctionDef, index: VersionIndex,
         if not p.annotation:
             continue
         names = set(_IDENT.findall(p.annotation))
-        unbound = [n for n in names if not hasattr(builtins, n)
-                   and index.resolve_name(wrapper_module, n) is None]
+        unbound = [
+            n
+            for n in names
+            if not hasattr(builtins, n) and index.resolve_name(wrapper_module, n) is None
+        ]
         if unbound:
             text = text.replace(f"{p.name}: {p.annotation}", p.name)
     return text

@@ -92,7 +92,8 @@ class VersionIndex:
         self._imports[mod] = list(facts.imports)
         for cls in facts.classes:
             self.classes[key(mod, cls.qualname)] = ClassInfo(
-                key(mod, cls.qualname), mod, facts.path, cls)
+                key(mod, cls.qualname), mod, facts.path, cls
+            )
         for fn in facts.functions:
             k = key(mod, fn.qualname)
             self.functions[k] = fn
@@ -103,7 +104,8 @@ class VersionIndex:
         for ret in facts.returns:
             if ret.context.scope and ret.value.op == "ref":
                 self._returned_refs.setdefault(key(mod, ret.context.scope), []).append(
-                    ret.value.text)
+                    ret.value.text
+                )
         params: dict[str, dict[str, str]] = {}
         for fn in facts.functions:
             params[fn.qualname] = {p.name: p.annotation for p in fn.params if p.annotation}
@@ -351,8 +353,11 @@ def _closer(a: Import, b: Import, scope: str) -> bool:
 
 def _annotation_names(text: str) -> list[str]:
     cleaned = text.replace("Optional[", "").replace("Union[", "").replace("]", "")
-    return [n for n in _ANNOTATION_NAME.findall(cleaned.replace("'", "").replace('"', ""))
-            if n not in ("None", "Optional", "Union")]
+    return [
+        n
+        for n in _ANNOTATION_NAME.findall(cleaned.replace("'", "").replace('"', ""))
+        if n not in ("None", "Optional", "Union")
+    ]
 
 
 def _c3_merge(seqs: list[list[str]]) -> list[str]:

@@ -73,8 +73,11 @@ class Interface:
     warnings: list[str] = field(default_factory=list)
 
     def for_algorithm(self, algorithm: str, role: str | None = None) -> list[Requirement]:
-        return [r for r in self.requirements
-                if r.algorithm == algorithm and (role is None or r.role == role)]
+        return [
+            r
+            for r in self.requirements
+            if r.algorithm == algorithm and (role is None or r.role == role)
+        ]
 
 
 # ------------------------------------------------------------------------- analysis
@@ -116,7 +119,8 @@ class _Analysis:
         runner_globs = [g for r in rules.receivers if r.scope == "runner" for g in r.modules]
         self.modules = sorted(
             {split_key(fn)[0] for fn in self.reached_by}
-            | {m for m in index.modules if any(fnmatch.fnmatchcase(m, g) for g in runner_globs)})
+            | {m for m in index.modules if any(fnmatch.fnmatchcase(m, g) for g in runner_globs)}
+        )
         self.aliases = {m: _aliases(index.modules[m]) for m in self.modules}
         self.bindings = self._bind_parameters()
         extra = {split_key(fn)[0] for fn in self.bindings} - set(self.modules)
@@ -148,11 +152,12 @@ class _Analysis:
             value = max(candidates)[1]
             if value.startswith(name + ".") or value == name:
                 return receiver
-            receiver = value + receiver[len(name):]
+            receiver = value + receiver[len(name) :]
         return receiver
 
-    def role_of(self, module: str, scope: str, line: int, receiver: str, member: str
-                ) -> tuple[ReceiverRule | _Binding, str, str] | None:
+    def role_of(
+        self, module: str, scope: str, line: int, receiver: str, member: str
+    ) -> tuple[ReceiverRule | _Binding, str, str] | None:
         """(rule or binding, member on the model, "direct"|"attribute") or None."""
         expanded = self.expand(module, scope, line, receiver)
         cls = self.owner_class_name(module, scope)
@@ -199,9 +204,9 @@ class _Analysis:
                 break
         return bindings
 
-    def _passed_models(self, module: str, scope: str, call: Call,
-                       bindings: dict[str, dict[str, _Binding]]
-                       ) -> list[tuple[int | str, _Binding]]:
+    def _passed_models(
+        self, module: str, scope: str, call: Call, bindings: dict[str, dict[str, _Binding]]
+    ) -> list[tuple[int | str, _Binding]]:
         out: list[tuple[int | str, _Binding]] = []
         items: list[tuple[int | str, str]] = list(enumerate(call.args))
         items += [(name, value) for name, value in call.keywords]
@@ -222,8 +227,9 @@ class _Analysis:
 
     # -------------------------------------------------------------------- sites
 
-    def context_pairs(self, module: str, scope: str, role: str, rule_scope: str,
-                      branches: tuple[Branch, ...]) -> tuple[set[Pair], bool]:
+    def context_pairs(
+        self, module: str, scope: str, role: str, rule_scope: str, branches: tuple[Branch, ...]
+    ) -> tuple[set[Pair], bool]:
         roles = ("target", "draft") if role == "runner" else (role,)
         admitted, decided = self.algos.admitted(branches)
         if rule_scope == "worker":
@@ -263,12 +269,14 @@ def _aliases(facts: ModuleFacts) -> dict[str, dict[str, list[tuple[int, str]]]]:
             continue
         if a.value.op == "ref" or (a.value.op == "other" and _SIMPLE_EXPR.fullmatch(a.value.text)):
             out.setdefault(a.context.scope, {}).setdefault(a.target, []).append(
-                (a.line, a.value.text))
+                (a.line, a.value.text)
+            )
     return out
 
 
-def _match_params(fn: FunctionDef, passed: list[tuple[int | str, _Binding]]
-                  ) -> Iterable[tuple[str, _Binding]]:
+def _match_params(
+    fn: FunctionDef, passed: list[tuple[int | str, _Binding]]
+) -> Iterable[tuple[str, _Binding]]:
     params = list(fn.params)
     if fn.owner is not None and params and params[0].name in ("self", "cls"):
         params = params[1:]
@@ -282,29 +290,42 @@ def _match_params(fn: FunctionDef, passed: list[tuple[int | str, _Binding]]
             yield slot, binding
 
 
-def _guard_of(site_receiver: str, member: str, context: Context, analysis: _Analysis,
-              module: str, line: int) -> str:
+def _guard_of(
+    site_receiver: str, member: str, context: Context, analysis: _Analysis, module: str, line: int
+) -> str:
     if context.catches_attribute_error:
         return "except AttributeError"
     for br in context.branches:
-        if br.holds and _mentions_hasattr(br.test, site_receiver, member, analysis, module,
-                                          context.scope, line):
+        if br.holds and _mentions_hasattr(
+            br.test, site_receiver, member, analysis, module, context.scope, line
+        ):
             return "hasattr"
     return ""
 
 
-def _mentions_hasattr(test: object, receiver: str, member: str, analysis: _Analysis,
-                      module: str, scope: str, line: int) -> bool:
+def _mentions_hasattr(
+    test: object,
+    receiver: str,
+    member: str,
+    analysis: _Analysis,
+    module: str,
+    scope: str,
+    line: int,
+) -> bool:
     from tracker.facts import Cond
 
     assert isinstance(test, Cond)
     if test.op == "and":
-        return any(_mentions_hasattr(a, receiver, member, analysis, module, scope, line)
-                   for a in test.args)
+        return any(
+            _mentions_hasattr(a, receiver, member, analysis, module, scope, line) for a in test.args
+        )
     if test.op == "call" and test.text == "hasattr" and len(test.args) >= 2:
         obj, name = test.args[0], test.args[1]
-        return (name.op == "str" and name.text == member
-                and analysis.expand(module, scope, line, obj.render()) == receiver)
+        return (
+            name.op == "str"
+            and name.text == member
+            and analysis.expand(module, scope, line, obj.render()) == receiver
+        )
     return False
 
 
@@ -315,16 +336,17 @@ def _arity(call: Call) -> str:
     return f"{call.positional}+{kw}kw" if kw else str(call.positional)
 
 
-def build_interface(version: str, index: VersionIndex, rules: RoleRules | None = None
-                    ) -> Interface:
+def build_interface(version: str, index: VersionIndex, rules: RoleRules | None = None) -> Interface:
     rules = rules or load_rules()
     an = _Analysis(version, index, rules)
     algos = an.algos
     interface = Interface(
         version=version,
         algorithms=algos.speculative,
-        workers={a: tuple(sorted(w.rpartition(":")[2] for w in ws))
-                 for a, ws in sorted(algos.workers.items())},
+        workers={
+            a: tuple(sorted(w.rpartition(":")[2] for w in ws))
+            for a, ws in sorted(algos.workers.items())
+        },
         warnings=list(algos.warnings),
     )
     # (algorithm, role, member, kind) -> sites
@@ -347,50 +369,85 @@ def build_interface(version: str, index: VersionIndex, rules: RoleRules | None =
             scope = call.context.scope
             _collect_call(an, module, path, call, add, rules_hit)
             receiver = call.receiver
-            if receiver is not None and call.name == "get" and call.args and any(
-                    p.fullmatch(receiver) for p in rules.config_receivers):
+            if (
+                receiver is not None
+                and call.name == "get"
+                and call.args
+                and any(p.fullmatch(receiver) for p in rules.config_receivers)
+            ):
                 key_name = call.args[0].strip("'\"")
-                _collect_field(an, module, path, scope, call.line, call.context.branches,
-                               receiver.rpartition(".")[2], key_name, configs)
+                _collect_field(
+                    an,
+                    module,
+                    path,
+                    scope,
+                    call.line,
+                    call.context.branches,
+                    receiver.rpartition(".")[2],
+                    key_name,
+                    configs,
+                )
         for read in facts.reads:
             _collect_read(an, module, path, read, add, rules_hit)
-            patterns = (rules.config_receivers if read.kind == "key"
-                        else rules.output_receivers)
+            patterns = rules.config_receivers if read.kind == "key" else rules.output_receivers
             if any(p.fullmatch(read.receiver) for p in patterns):
                 target = configs if read.kind == "key" else outputs
-                _collect_field(an, module, path, read.context.scope, read.line,
-                               read.context.branches, read.receiver.rpartition(".")[2],
-                               read.name, target)
+                _collect_field(
+                    an,
+                    module,
+                    path,
+                    read.context.scope,
+                    read.line,
+                    read.context.branches,
+                    read.receiver.rpartition(".")[2],
+                    read.name,
+                    target,
+                )
 
     for (algorithm, role, member, kind), sites in sorted(found.items()):
         # The plainest site first: required before guarded, unconditional before nested.
-        unique = sorted(set(sites), key=lambda s: (STATUS_ORDER[s.status], len(s.condition),
-                                                   s.path, s.line))
+        unique = sorted(
+            set(sites), key=lambda s: (STATUS_ORDER[s.status], len(s.condition), s.path, s.line)
+        )
         status = min((s.status for s in unique), key=STATUS_ORDER.__getitem__)
         interface.requirements.append(
-            Requirement(algorithm, role, member, kind, status, tuple(unique)))
-    for bucket, target in ((outputs, interface.output_fields),
-                           (configs, interface.config_keys)):
-        for (algorithm, owner, name), sites in sorted(bucket.items()):
-            target.append(FieldUse(algorithm, owner, name, tuple(sorted(set(sites)))))
+            Requirement(algorithm, role, member, kind, status, tuple(unique))
+        )
+    for bucket, uses in ((outputs, interface.output_fields), (configs, interface.config_keys)):
+        for (algorithm, owner, name), field_sites in sorted(bucket.items()):
+            uses.append(FieldUse(algorithm, owner, name, tuple(sorted(set(field_sites)))))
     for algorithm in algos.speculative:
         if algorithm in algos.workers and not interface.for_algorithm(algorithm, "target"):
             workers = ", ".join(interface.workers.get(algorithm, ()))
             interface.warnings.append(
                 f"{version}: {algorithm} requires no target-model member: its workers "
-                f"({workers}) use none, or the role rules do not know their receivers")
+                f"({workers}) use none, or the role rules do not know their receivers"
+            )
     if not any(r.role == "target" for r in interface.requirements):
-        interface.warnings.append(
-            f"{version}: no receiver of the role rules matched anywhere")
+        interface.warnings.append(f"{version}: no receiver of the role rules matched anywhere")
     return interface
 
 
-def _site(an: _Analysis, algorithm: str, module: str, path: str, scope: str, line: int,
-          branches: tuple[Branch, ...], status: str, guard: str, arity: str) -> Site:
+def _site(
+    an: _Analysis,
+    algorithm: str,
+    module: str,
+    path: str,
+    scope: str,
+    line: int,
+    branches: tuple[Branch, ...],
+    status: str,
+    guard: str,
+    arity: str,
+) -> Site:
     return Site(
-        path=path, line=line, function=scope,
+        path=path,
+        line=line,
+        function=scope,
         condition=" and ".join(b.render() for b in branches),
-        status=status, guard=guard, arity=arity,
+        status=status,
+        guard=guard,
+        arity=arity,
         call_path=an.path_to(algorithm, module, scope),
     )
 
@@ -401,8 +458,9 @@ def _status(decided: bool, guard: str) -> str:
     return "required" if decided else "conditional"
 
 
-def _collect_call(an: _Analysis, module: str, path: str, call: Call, add: object,
-                  rules_hit: set[str]) -> None:
+def _collect_call(
+    an: _Analysis, module: str, path: str, call: Call, add: object, rules_hit: set[str]
+) -> None:
     scope = call.context.scope
     if not scope:
         return
@@ -422,8 +480,14 @@ def _collect_call(an: _Analysis, module: str, path: str, call: Call, add: object
             guard = "getattr-default" if len(call.args) >= 3 or call.keywords else ""
         pairs, decided = an.context_pairs(module, scope, rule.role, rule.scope, ctx.branches)
         status = _status(decided, guard)
-        add(pairs, member, "attribute", lambda a: _site(  # type: ignore[operator]
-            an, a, module, path, scope, call.line, ctx.branches, status, guard, ""))
+        add(
+            pairs,
+            member,
+            "attribute",
+            lambda a: _site(  # type: ignore[operator]
+                an, a, module, path, scope, call.line, ctx.branches, status, guard, ""
+            ),
+        )
         return
     if call.receiver is None:
         return
@@ -432,18 +496,26 @@ def _collect_call(an: _Analysis, module: str, path: str, call: Call, add: object
         return
     rule, member, how = found
     rules_hit.add(rule.role)
-    guard = _guard_of(an.expand(module, scope, call.line, call.receiver), call.name, ctx,
-                      an, module, call.line)
+    guard = _guard_of(
+        an.expand(module, scope, call.line, call.receiver), call.name, ctx, an, module, call.line
+    )
     pairs, decided = an.context_pairs(module, scope, rule.role, rule.scope, ctx.branches)
     status = _status(decided, guard)
     kind = "call" if how == "direct" else "attribute"
     arity = _arity(call) if kind == "call" else ""
-    add(pairs, member, kind, lambda a: _site(  # type: ignore[operator]
-        an, a, module, path, scope, call.line, ctx.branches, status, guard, arity))
+    add(
+        pairs,
+        member,
+        kind,
+        lambda a: _site(  # type: ignore[operator]
+            an, a, module, path, scope, call.line, ctx.branches, status, guard, arity
+        ),
+    )
 
 
-def _collect_read(an: _Analysis, module: str, path: str, read: Read, add: object,
-                  rules_hit: set[str]) -> None:
+def _collect_read(
+    an: _Analysis, module: str, path: str, read: Read, add: object, rules_hit: set[str]
+) -> None:
     scope = read.context.scope
     if not scope or read.kind != "attr":
         return
@@ -452,23 +524,38 @@ def _collect_read(an: _Analysis, module: str, path: str, read: Read, add: object
         return
     rule, member, _how = found
     ctx = read.context
-    guard = _guard_of(an.expand(module, scope, read.line, read.receiver), read.name, ctx,
-                      an, module, read.line)
+    guard = _guard_of(
+        an.expand(module, scope, read.line, read.receiver), read.name, ctx, an, module, read.line
+    )
     pairs, decided = an.context_pairs(module, scope, rule.role, rule.scope, ctx.branches)
     status = _status(decided, guard)
-    add(pairs, member, "attribute", lambda a: _site(  # type: ignore[operator]
-        an, a, module, path, scope, read.line, ctx.branches, status, guard, ""))
+    add(
+        pairs,
+        member,
+        "attribute",
+        lambda a: _site(  # type: ignore[operator]
+            an, a, module, path, scope, read.line, ctx.branches, status, guard, ""
+        ),
+    )
 
 
-def _collect_field(an: _Analysis, module: str, path: str, scope: str, line: int,
-                   branches: tuple[Branch, ...], owner: str, name: str,
-                   bucket: dict[tuple[str, str, str], list[Site]]) -> None:
+def _collect_field(
+    an: _Analysis,
+    module: str,
+    path: str,
+    scope: str,
+    line: int,
+    branches: tuple[Branch, ...],
+    owner: str,
+    name: str,
+    bucket: dict[tuple[str, str, str], list[Site]],
+) -> None:
     if not scope:
         return
     pairs, decided = an.context_pairs(module, scope, "target", "worker", branches)
     if not pairs:
         pairs, decided = an.context_pairs(module, scope, "runner", "runner", branches)
     for algorithm in sorted({a for a, _ in pairs} - {"NONE"}):
-        bucket[(algorithm, owner, name)].append(_site(
-            an, algorithm, module, path, scope, line, branches,
-            _status(decided, ""), "", ""))
+        bucket[(algorithm, owner, name)].append(
+            _site(an, algorithm, module, path, scope, line, branches, _status(decided, ""), "", "")
+        )

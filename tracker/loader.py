@@ -23,7 +23,7 @@ def seed_paths(tree: VersionTree) -> list[str]:
     for path in tree.files:
         if not path.startswith(SRT_PREFIX):
             continue
-        rel = path[len(SRT_PREFIX):]
+        rel = path[len(SRT_PREFIX) :]
         if rel.startswith(SEED_DIRS) or rel in SEED_FILES or rel.startswith("managers/tp_worker"):
             out.append(path)
     return sorted(out)
@@ -37,8 +37,11 @@ def module_path(tree: VersionTree, module: str) -> str | None:
     return None
 
 
-def load_index(tree: VersionTree, progress: Progress | None = None,
-               on_phase: Callable[[str], None] | None = None) -> VersionIndex:
+def load_index(
+    tree: VersionTree,
+    progress: Progress | None = None,
+    on_phase: Callable[[str], None] | None = None,
+) -> VersionIndex:
     paths = seed_paths(tree)
     facts = load_facts(tree, paths, progress=progress)
     index = VersionIndex(facts)

@@ -40,13 +40,15 @@ class Matrix:
         return sorted(self.cells)
 
 
-def build_matrix(snapshots: Sequence[Snapshot], algorithm: str,
-                 kinds: tuple[str, ...] = ("target",)) -> Matrix:
+def build_matrix(
+    snapshots: Sequence[Snapshot], algorithm: str, kinds: tuple[str, ...] = ("target",)
+) -> Matrix:
     m = Matrix(algorithm, [s.version for s in snapshots])
     per_version: list[tuple[Snapshot, dict[str, ModelCheck], set[str]]] = []
     for snap in snapshots:
-        checks = {c.model: c for c in snap.compat.checks
-                  if c.algorithm == algorithm and c.kind in kinds}
+        checks = {
+            c.model: c for c in snap.compat.checks if c.algorithm == algorithm and c.kind in kinds
+        }
         registered = {e.name for e in snap.compat.entries if e.kind in kinds}
         per_version.append((snap, checks, registered))
         for e in snap.compat.entries:
@@ -67,8 +69,16 @@ def build_matrix(snapshots: Sequence[Snapshot], algorithm: str,
                 status = "n/a" if model in registered else "absent"
             row[snap.version] = status
             current_missing = check.missing if check is not None else ()
-            event = _event(model, algorithm, snap.version, previous_version, previous_status,
-                           status, previous_missing, current_missing)
+            event = _event(
+                model,
+                algorithm,
+                snap.version,
+                previous_version,
+                previous_status,
+                status,
+                previous_missing,
+                current_missing,
+            )
             if event is not None:
                 m.events.append(event)
             previous_status, previous_missing = status, current_missing
@@ -78,22 +88,26 @@ def build_matrix(snapshots: Sequence[Snapshot], algorithm: str,
     return m
 
 
-def _event(model: str, algorithm: str, version: str, previous_version: str, before: str,
-           after: str, missing_before: tuple[str, ...], missing_after: tuple[str, ...]
-           ) -> Event | None:
+def _event(
+    model: str,
+    algorithm: str,
+    version: str,
+    previous_version: str,
+    before: str,
+    after: str,
+    missing_before: tuple[str, ...],
+    missing_after: tuple[str, ...],
+) -> Event | None:
     checked = ("ok", "broken", "unknown")
     if before in ("absent", "n/a") and after in checked:
         # First time the algorithm asks anything of this class (or the class is new).
-        return Event(model, algorithm, version, "appeared", after, missing_after,
-                     previous_version)
+        return Event(model, algorithm, version, "appeared", after, missing_after, previous_version)
     if before in checked and after == "absent":
         return Event(model, algorithm, version, "removed", after, (), previous_version)
     if before == "ok" and after == "broken":
         return Event(model, algorithm, version, "broke", after, missing_after, previous_version)
     if before == "broken" and after == "ok":
-        return Event(model, algorithm, version, "fixed", after, missing_before,
-                     previous_version)
+        return Event(model, algorithm, version, "fixed", after, missing_before, previous_version)
     if before == "broken" and after == "broken" and missing_before != missing_after:
-        return Event(model, algorithm, version, "changed", after, missing_after,
-                     previous_version)
+        return Event(model, algorithm, version, "changed", after, missing_after, previous_version)
     return None

@@ -9,9 +9,10 @@ extraction within a small factor of the bare parse.
 from __future__ import annotations
 
 import hashlib
-from pathlib import Path
+import re
 from dataclasses import dataclass
 from functools import cache
+from pathlib import Path
 from typing import Any
 
 import tree_sitter_python
@@ -43,6 +44,7 @@ QUERY_NAMES = (
     "branches",
 )
 
+_DOTTED = re.compile(r"[A-Za-z_][\w.]*")
 _MAX_TEXT = 160  # source excerpts kept in facts (argument and condition text) are shortened
 _LANGUAGE = Language(tree_sitter_python.language())
 
@@ -136,14 +138,15 @@ def cond_of(node: Node) -> Cond:
         arguments = node.child_by_field_name("arguments")
         call_args: tuple[Cond, ...] = ()
         if arguments is not None and arguments.type == "argument_list":
-            call_args = tuple(
-                cond_of(a) for a in arguments.named_children if a.type != "comment"
-            )[:4]
+            call_args = tuple(cond_of(a) for a in arguments.named_children if a.type != "comment")[
+                :4
+            ]
         return Cond("call", _short(func) if func is not None else "", call_args)
     if kind in ("identifier", "attribute"):
         return Cond("ref", _short(node))
     if kind == "comparison_operator":
-        operators = " ".join(_text(c) for c in node.children if not c.is_named)
+        # `0 < k <= 8`: operators in order, comma-separated (some contain spaces: `not in`).
+        operators = ",".join(" ".join(_text(c).split()) for c in node.children if not c.is_named)
         operands = tuple(cond_of(c) for c in node.named_children)
         return Cond("cmp", operators, operands)
     if kind in ("tuple", "list", "set"):
@@ -166,6 +169,7 @@ class _Interval:
     name: str = ""  # scope name
     branches: tuple[Branch, ...] = ()
     context: Context | None = None
+    is_class: bool = False  # a class scope (its body runs where it is defined)
 
 
 def _if_intervals(stmt: Node, out: list[_Interval]) -> None:
@@ -186,43 +190,72 @@ def _if_intervals(stmt: Node, out: list[_Interval]) -> None:
             if alt_cond is None or alt_body is None:
                 continue
             # The elif test itself is evaluated only when the earlier tests failed.
-            out.append(_Interval(alt_cond.start_byte, alt_cond.end_byte, "branch",
-                                 branches=tuple(previous)))
+            out.append(
+                _Interval(
+                    alt_cond.start_byte, alt_cond.end_byte, "branch", branches=tuple(previous)
+                )
+            )
             alt_test = cond_of(alt_cond)
-            out.append(_Interval(alt_body.start_byte, alt_body.end_byte, "branch",
-                                 branches=(*previous, Branch(alt_test, True))))
+            out.append(
+                _Interval(
+                    alt_body.start_byte,
+                    alt_body.end_byte,
+                    "branch",
+                    branches=(*previous, Branch(alt_test, True)),
+                )
+            )
             previous.append(Branch(alt_test, False))
         elif alt.type == "else_clause":
             else_body = alt.child_by_field_name("body")
             if else_body is not None:
-                out.append(_Interval(else_body.start_byte, else_body.end_byte, "branch",
-                                     branches=tuple(previous)))
+                out.append(
+                    _Interval(
+                        else_body.start_byte, else_body.end_byte, "branch", branches=tuple(previous)
+                    )
+                )
     if not alternatives and _exits(body):
         # Guard clause: `if not ready: return` -- the rest of the block runs under `ready`.
         parent = stmt.parent
         if parent is not None and parent.end_byte > stmt.end_byte:
-            out.append(_Interval(stmt.end_byte, parent.end_byte, "branch",
-                                 branches=(Branch(test, False),)))
+            out.append(
+                _Interval(stmt.end_byte, parent.end_byte, "branch", branches=(Branch(test, False),))
+            )
 
 
 def _exits(block: Node) -> bool:
     last = block.named_children[-1] if block.named_child_count else None
     return last is not None and last.type in (
-        "return_statement", "raise_statement", "continue_statement", "break_statement",
+        "return_statement",
+        "raise_statement",
+        "continue_statement",
+        "break_statement",
     )
 
 
-def _catches_attribute_error(handler: Node) -> bool:
-    """True when the handler swallows an AttributeError. A handler that re-raises (even
-    only sometimes: `if not pp_stage: raise`) does not make the member optional."""
-    if _reraises(handler):
-        return False
-    value = handler.child_by_field_name("value")
-    if value is None:
-        # A bare `except:` (or `except Exception`) swallows AttributeError too.
-        return not any(c.type not in ("except", ":", "block", "comment") for c in handler.children)
-    names = _text(value)
-    return any(n in names for n in ("AttributeError", "Exception", "BaseException"))
+_CATCHING_ATTRIBUTE_ERROR = frozenset({"AttributeError", "Exception", "BaseException"})
+
+
+def _tolerates_attribute_error(handlers: list[Node]) -> bool:
+    """Python runs the first handler that matches: that one decides. It tolerates a
+    missing member unless it re-raises (even only sometimes: `if not pp: raise`)."""
+    for handler in sorted(handlers, key=lambda h: h.start_byte):
+        value = handler.child_by_field_name("value")
+        if value is None:
+            # A bare `except:` catches everything.
+            if not any(c.type not in ("except", ":", "block", "comment") for c in handler.children):
+                return not _reraises(handler)
+            continue
+        names = {n.rpartition(".")[2] for n in _DOTTED.findall(_exception_types(value))}
+        if names & _CATCHING_ATTRIBUTE_ERROR:
+            return not _reraises(handler)
+    return False
+
+
+def _exception_types(value: Node) -> str:
+    """The exception types of `except X`, `except (X, Y)`, `except X as e`."""
+    if value.type == "as_pattern" and value.named_child_count:
+        return _text(value.named_children[0])
+    return _text(value)
 
 
 def _reraises(handler: Node) -> bool:
@@ -236,7 +269,7 @@ def _reraises(handler: Node) -> bool:
     return False
 
 
-def _build_contexts(intervals: list[_Interval], sites: list[tuple[int, int, Any]]) -> None:
+def _build_contexts(intervals: list[_Interval], sites: list[tuple[int, int, Any, int]]) -> None:
     """Sweep intervals and site positions in byte order; give each site its Context.
 
     `sites` holds (start_byte, index, setter, rank) where setter(context) stores the
@@ -246,8 +279,10 @@ def _build_contexts(intervals: list[_Interval], sites: list[tuple[int, int, Any]
     # At one position: definitions first (a class's own name lives outside its scope),
     # then intervals outermost first, then the sites inside them.
     events: list[tuple[int, int, int, int, Any]] = []
-    for iv in intervals:
-        events.append((iv.start, 1, -iv.end, 0, iv))
+    for interval in intervals:
+        # Same span: the branch (or try body) is outside the function it holds.
+        kind_rank = 1 if interval.kind == "scope" else 0
+        events.append((interval.start, 1, -interval.end, kind_rank, interval))
     for pos, order, setter, rank in sites:
         events.append((pos, rank, 0, order, setter))
     events.sort(key=lambda e: (e[0], e[1], e[2], e[3]))
@@ -263,11 +298,16 @@ def _build_contexts(intervals: list[_Interval], sites: list[tuple[int, int, Any]
         iv: _Interval = payload
         if iv.kind == "scope":
             scope = f"{parent.scope}.{iv.name}" if parent.scope else iv.name
-            # A function body runs when called, not where it is defined: fresh conditions.
-            iv.context = Context(scope)
+            if iv.is_class:
+                # A class body runs where the class is defined: it keeps the conditions.
+                iv.context = Context(scope, parent.branches, parent.catches_attribute_error)
+            else:
+                # A function body runs when called, not where it is defined: fresh ones.
+                iv.context = Context(scope)
         elif iv.kind == "branch":
-            iv.context = Context(parent.scope, parent.branches + iv.branches,
-                                 parent.catches_attribute_error)
+            iv.context = Context(
+                parent.scope, parent.branches + iv.branches, parent.catches_attribute_error
+            )
         else:  # try
             iv.context = Context(parent.scope, parent.branches, True)
         stack.append(iv)
@@ -287,21 +327,31 @@ def _params(node: Node) -> tuple[Param, ...]:
             name_node = child.child_by_field_name("name")
             if name_node is None:  # typed_parameter holds its name (or a splat) as a child
                 first = child.named_children[0] if child.named_child_count else None
+                splat_type = child.child_by_field_name("type")
+                splat_annotation = _short(splat_type) if splat_type is not None else None
                 if first is not None and first.type == "list_splat_pattern":
-                    params.append(Param(_text(first).lstrip("*"), "var_positional"))
+                    params.append(
+                        Param(
+                            _text(first).lstrip("*"), "var_positional", annotation=splat_annotation
+                        )
+                    )
                     keyword_only = True
                     continue
                 if first is not None and first.type == "dictionary_splat_pattern":
-                    params.append(Param(_text(first).lstrip("*"), "var_keyword"))
+                    params.append(
+                        Param(_text(first).lstrip("*"), "var_keyword", annotation=splat_annotation)
+                    )
                     continue
                 name_node = first
             type_node = child.child_by_field_name("type")
-            params.append(Param(
-                _text(name_node) if name_node is not None else "?",
-                "keyword_only" if keyword_only else "positional",
-                has_default=kind != "typed_parameter",
-                annotation=_short(type_node) if type_node is not None else None,
-            ))
+            params.append(
+                Param(
+                    _text(name_node) if name_node is not None else "?",
+                    "keyword_only" if keyword_only else "positional",
+                    has_default=kind != "typed_parameter",
+                    annotation=_short(type_node) if type_node is not None else None,
+                )
+            )
         elif kind == "list_splat_pattern":
             params.append(Param(_text(child).lstrip("*"), "var_positional"))
             keyword_only = True
@@ -326,8 +376,12 @@ def _argument_shape(
         if kind == "keyword_argument":
             name = arg.child_by_field_name("name")
             value = arg.child_by_field_name("value")
-            keywords.append((_text(name) if name is not None else "?",
-                             _short(value) if value is not None else ""))
+            keywords.append(
+                (
+                    _text(name) if name is not None else "?",
+                    _short(value) if value is not None else "",
+                )
+            )
         elif kind in ("list_splat", "dictionary_splat"):
             star = True
         elif kind != "comment":
@@ -392,54 +446,97 @@ def extract_facts(path: str, content_id: str, source: bytes) -> ModuleFacts:
         if "class.definition" in caps:
             node = caps["class.definition"][0]
             bases = caps.get("class.bases", [None])[0]
-            b.intervals.append(_Interval(node.start_byte, node.end_byte, "scope",
-                                         name=_text(caps["class.name"][0])))
+            b.intervals.append(
+                _Interval(
+                    node.start_byte,
+                    node.end_byte,
+                    "scope",
+                    name=_text(caps["class.name"][0]),
+                    is_class=True,
+                )
+            )
             class_sites.append((b.site(node, definition=True), node, caps["class.name"][0], bases))
         elif "function.definition" in caps:
             node = caps["function.definition"][0]
-            b.intervals.append(_Interval(node.start_byte, node.end_byte, "scope",
-                                         name=_text(caps["function.name"][0])))
-            func_sites.append((b.site(node, definition=True), node, caps["function.name"][0],
-                               caps["function.parameters"][0]))
+            b.intervals.append(
+                _Interval(
+                    node.start_byte, node.end_byte, "scope", name=_text(caps["function.name"][0])
+                )
+            )
+            func_sites.append(
+                (
+                    b.site(node, definition=True),
+                    node,
+                    caps["function.name"][0],
+                    caps["function.parameters"][0],
+                )
+            )
 
     # Branches, guards, try blocks.
-    asserted_calls: set[int] = set()
+    asserted_calls: set[tuple[int, int]] = set()
+    seen_try: set[int] = set()
     for caps in found["branches"]:
         if "if.statement" in caps:
             stmt = caps["if.statement"][0]
             _if_intervals(stmt, b.intervals)
             cond_node = caps["if.condition"][0]
             body = caps["if.consequence"][0]
-            if (cond_node.type == "not_operator" and body.named_child_count
-                    and body.named_children[-1].type == "raise_statement"):
+            if (
+                cond_node.type == "not_operator"
+                and body.named_child_count
+                and body.named_children[-1].type == "raise_statement"
+            ):
                 arg = cond_node.child_by_field_name("argument")
                 if arg is not None and arg.type == "call":
-                    asserted_calls.add(arg.start_byte)
+                    asserted_calls.add((arg.start_byte, arg.end_byte))
         elif "boolean.expression" in caps:
             expr = caps["boolean.expression"][0]
             left = caps["boolean.left"][0]
             right = caps["boolean.right"][0]
             op_node = expr.child_by_field_name("operator")
             holds = op_node is None or _text(op_node) == "and"
-            b.intervals.append(_Interval(right.start_byte, right.end_byte, "branch",
-                                         branches=(Branch(cond_of(left), holds),)))
+            b.intervals.append(
+                _Interval(
+                    right.start_byte,
+                    right.end_byte,
+                    "branch",
+                    branches=(Branch(cond_of(left), holds),),
+                )
+            )
         elif "ternary.expression" in caps:
             parts = caps["ternary.expression"][0].named_children
             if len(parts) == 3:
                 then_node, test_node, else_node = parts
                 test = cond_of(test_node)
-                b.intervals.append(_Interval(then_node.start_byte, then_node.end_byte, "branch",
-                                             branches=(Branch(test, True),)))
-                b.intervals.append(_Interval(else_node.start_byte, else_node.end_byte, "branch",
-                                             branches=(Branch(test, False),)))
+                b.intervals.append(
+                    _Interval(
+                        then_node.start_byte,
+                        then_node.end_byte,
+                        "branch",
+                        branches=(Branch(test, True),),
+                    )
+                )
+                b.intervals.append(
+                    _Interval(
+                        else_node.start_byte,
+                        else_node.end_byte,
+                        "branch",
+                        branches=(Branch(test, False),),
+                    )
+                )
         elif "try.body" in caps:
-            if any(_catches_attribute_error(h) for h in caps["try.handler"]):
-                body = caps["try.body"][0]
-                b.intervals.append(_Interval(body.start_byte, body.end_byte, "try"))
+            body = caps["try.body"][0]
+            statement = body.parent
+            # One match per handler: judge all of a statement's handlers together, once.
+            if statement is not None and statement.start_byte not in seen_try:
+                seen_try.add(statement.start_byte)
+                handlers = [c for c in statement.named_children if c.type == "except_clause"]
+                if _tolerates_attribute_error(handlers):
+                    b.intervals.append(_Interval(body.start_byte, body.end_byte, "try"))
         elif "assert.test" in caps:
             test_node = caps["assert.test"][0]
             if test_node.type == "call":
-                asserted_calls.add(test_node.start_byte)
+                asserted_calls.add((test_node.start_byte, test_node.end_byte))
 
     # Calls.
     call_function_spans: set[tuple[int, int]] = set()
@@ -477,18 +574,35 @@ def extract_facts(path: str, content_id: str, source: bytes) -> ModuleFacts:
             span = (site.start_byte, site.end_byte)
             if span in call_function_spans or span in store_spans:
                 continue
-            read_rows.append((b.site(site), _text(caps["read.member"][0]),
-                              _short(caps["read.receiver"][0]), _line(site), "attr"))
+            read_rows.append(
+                (
+                    b.site(site),
+                    _text(caps["read.member"][0]),
+                    _short(caps["read.receiver"][0]),
+                    _line(site),
+                    "attr",
+                )
+            )
         elif "read.key_site" in caps:
             site = caps["read.key_site"][0]
             if (site.start_byte, site.end_byte) in store_spans:
                 continue
-            read_rows.append((b.site(site), _text(caps["read.key"][0]),
-                              _short(caps["read.receiver"][0]), _line(site), "key"))
+            if len(site.children_by_field_name("subscript")) != 1:
+                continue  # `frame["a", "b"]` indexes with a tuple, not a constant key
+            read_rows.append(
+                (
+                    b.site(site),
+                    _text(caps["read.key"][0]),
+                    _short(caps["read.receiver"][0]),
+                    _line(site),
+                    "key",
+                )
+            )
 
     # Returns and imports.
-    return_rows = [(b.site(caps["return.site"][0]), caps["return.value"][0])
-                   for caps in found["returns"]]
+    return_rows = [
+        (b.site(caps["return.site"][0]), caps["return.value"][0]) for caps in found["returns"]
+    ]
     import_rows: list[tuple[int, str, str | None, str | None, int, int]] = []
     for caps in found["imports"]:
         if "import.from" in caps:
@@ -520,60 +634,95 @@ def extract_facts(path: str, content_id: str, source: bytes) -> ModuleFacts:
             qualname=_join(context(slot).scope, _text(name)),
             line=_line(node),
             end_line=node.end_point.row + 1,
-            bases=tuple(_short(a) for a in bases.named_children
-                        if a.type not in ("keyword_argument", "comment"))
-            if bases is not None else (),
+            bases=tuple(
+                _short(a)
+                for a in bases.named_children
+                if a.type not in ("keyword_argument", "comment")
+            )
+            if bases is not None
+            else (),
             decorators=tuple(decorators.get(node.start_byte, ())),
         )
         for slot, node, name, bases in class_sites
     )
     class_names = {c.qualname for c in classes}
     functions = []
-    for slot, node, name, params in func_sites:
+    for slot, node, fn_name, params in func_sites:
         outer = context(slot).scope
-        functions.append(FunctionDef(
-            name=_text(name),
-            qualname=_join(outer, _text(name)),
-            line=_line(node),
-            end_line=node.end_point.row + 1,
-            params=_params(params),
-            decorators=tuple(decorators.get(node.start_byte, ())),
-            owner=outer if outer in class_names else None,
-        ))
+        functions.append(
+            FunctionDef(
+                name=_text(fn_name),
+                qualname=_join(outer, _text(fn_name)),
+                line=_line(node),
+                end_line=node.end_point.row + 1,
+                params=_params(params),
+                decorators=tuple(decorators.get(node.start_byte, ())),
+                owner=outer if outer in class_names else None,
+            )
+        )
     calls = []
-    for slot, site, member, receiver, arguments in call_rows:
+    for slot, site, member_name, receiver, arguments in call_rows:
         positional, keywords, star, texts = _argument_shape(arguments)
-        calls.append(Call(
-            name=member, receiver=receiver, line=_line(site), context=context(slot),
-            positional=positional, keywords=keywords, star_args=star, args=texts,
-            asserted=site.start_byte in asserted_calls,
-        ))
+        calls.append(
+            Call(
+                name=member_name,
+                receiver=receiver,
+                line=_line(site),
+                context=context(slot),
+                positional=positional,
+                keywords=keywords,
+                star_args=star,
+                args=texts,
+                asserted=(site.start_byte, site.end_byte) in asserted_calls,
+            )
+        )
     assigns = []
     for slot, target, value, site in assign_rows:
+        while value.type == "assignment":  # `self.model = model = Ctor(...)`
+            inner = value.child_by_field_name("right")
+            if inner is None:
+                break
+            value = inner
         value_call = None
         value_names: tuple[str, ...] = ()
         if value.type == "call":
             func = value.child_by_field_name("function")
             value_call = _short(func) if func is not None else None
         elif value.type in ("list", "tuple"):
-            value_names = tuple(_short(v) for v in value.named_children
-                                if v.type in ("identifier", "attribute"))
-        assigns.append(Assign(
-            target=_short(target), line=_line(site), context=context(slot),
-            value_call=value_call, value_names=value_names, value=cond_of(value),
-        ))
-    reads = tuple(Read(name=n, receiver=r, line=line, context=context(slot), kind=kind)
-                  for slot, n, r, line, kind in read_rows)
-    returns = tuple(Return(cond_of(value), _line(value), context(slot))
-                    for slot, value in return_rows)
+            value_names = tuple(
+                _short(v) for v in value.named_children if v.type in ("identifier", "attribute")
+            )
+        assigns.append(
+            Assign(
+                target=_short(target),
+                line=_line(site),
+                context=context(slot),
+                value_call=value_call,
+                value_names=value_names,
+                value=cond_of(value),
+            )
+        )
+    reads = tuple(
+        Read(name=n, receiver=r, line=line, context=context(slot), kind=kind)
+        for slot, n, r, line, kind in read_rows
+    )
+    returns = tuple(
+        Return(cond_of(value), _line(value), context(slot)) for slot, value in return_rows
+    )
     imports = []
     for slot, module, name, alias, level, line in import_rows:
         c = context(slot)
-        imports.append(Import(
-            module=module, name=name, alias=alias, level=level, line=line, scope=c.scope,
-            type_checking=any(br.holds and "TYPE_CHECKING" in br.test.render()
-                              for br in c.branches),
-        ))
+        imports.append(
+            Import(
+                module=module,
+                name=name,
+                alias=alias,
+                level=level,
+                line=line,
+                scope=c.scope,
+                type_checking=any(_is_type_checking(br) for br in c.branches),
+            )
+        )
     return ModuleFacts(
         path=path,
         content_id=content_id,
@@ -586,6 +735,13 @@ def extract_facts(path: str, content_id: str, source: bytes) -> ModuleFacts:
         returns=returns,
         error_lines=_error_lines(b.root),
     )
+
+
+def _is_type_checking(branch: Branch) -> bool:
+    test, holds = branch.test, branch.holds
+    while test.op == "not" and test.args:
+        test, holds = test.args[0], not holds
+    return holds and test.op == "ref" and test.text.rpartition(".")[2] == "TYPE_CHECKING"
 
 
 def _join(outer: str, name: str) -> str:
@@ -620,7 +776,6 @@ def function_header(source: bytes, line: int) -> tuple[str, str] | None:
         parent = node.parent
         decorators = ""
         if parent is not None and parent.type == "decorated_definition":
-            decorators = "\n".join(_text(d) for d in parent.named_children
-                                   if d.type == "decorator")
+            decorators = "\n".join(_text(d) for d in parent.named_children if d.type == "decorator")
         return _text(params), decorators
     return None

@@ -35,8 +35,13 @@ class CliReporter(Reporter):
             if total == 0:
                 return
             if "bar" not in state:
-                bar = Progress("[progress.description]{task.description}", BarColumn(),
-                               MofNCompleteColumn(), TimeElapsedColumn(), transient=True)
+                bar = Progress(
+                    "[progress.description]{task.description}",
+                    BarColumn(),
+                    MofNCompleteColumn(),
+                    TimeElapsedColumn(),
+                    transient=True,
+                )
                 bar.start()
                 state["bar"] = bar
                 state["task"] = bar.add_task(label, total=total)

@@ -35,40 +35,76 @@ def short_path(path: str) -> str:
 
 
 def site_doc(site: Site) -> dict[str, Any]:
-    return {"path": site.path, "line": site.line, "function": site.function,
-            "condition": site.condition, "status": site.status, "guard": site.guard,
-            "arity": site.arity, "call_path": list(site.call_path)}
+    return {
+        "path": site.path,
+        "line": site.line,
+        "function": site.function,
+        "condition": site.condition,
+        "status": site.status,
+        "guard": site.guard,
+        "arity": site.arity,
+        "call_path": list(site.call_path),
+    }
 
 
 def requirement_doc(req: Requirement) -> dict[str, Any]:
-    return {"algorithm": req.algorithm, "role": req.role, "member": req.member,
-            "kind": req.kind, "status": req.status, "arities": list(req.arities),
-            "sites": [site_doc(s) for s in req.sites]}
+    return {
+        "algorithm": req.algorithm,
+        "role": req.role,
+        "member": req.member,
+        "kind": req.kind,
+        "status": req.status,
+        "arities": list(req.arities),
+        "sites": [site_doc(s) for s in req.sites],
+    }
 
 
 def field_doc(f: FieldUse) -> dict[str, Any]:
-    return {"algorithm": f.algorithm, "owner": f.owner, "name": f.name,
-            "sites": [site_doc(s) for s in f.sites]}
+    return {
+        "algorithm": f.algorithm,
+        "owner": f.owner,
+        "name": f.name,
+        "sites": [site_doc(s) for s in f.sites],
+    }
 
 
 def check_doc(c: ModelCheck) -> dict[str, Any]:
     return {
-        "model": c.model, "path": c.path, "kind": c.kind, "algorithm": c.algorithm,
-        "role": c.role, "status": c.status, "missing": list(c.missing),
+        "model": c.model,
+        "path": c.path,
+        "kind": c.kind,
+        "algorithm": c.algorithm,
+        "role": c.role,
+        "status": c.status,
+        "missing": list(c.missing),
         "unknown": list(c.unknown),
-        "provisions": [{"member": p.member, "how": p.how, "where": p.where,
-                        **({"line": p.line} if p.line else {})} for p in c.provisions],
-        "delegations": [{"member": d.member, "attribute": d.attribute,
-                         "inner_class": d.inner_class, "provided_by": d.provided_by}
-                        for d in c.delegations],
+        "provisions": [
+            {
+                "member": p.member,
+                "how": p.how,
+                "where": p.where,
+                **({"line": p.line} if p.line else {}),
+            }
+            for p in c.provisions
+        ],
+        "delegations": [
+            {
+                "member": d.member,
+                "attribute": d.attribute,
+                "inner_class": d.inner_class,
+                "provided_by": d.provided_by,
+            }
+            for d in c.delegations
+        ],
     }
 
 
 # ------------------------------------------------------------------------ documents
 
 
-def interface_document(itf: Interface, source: str, algorithms: Iterable[str],
-                       role: str | None) -> dict[str, Any]:
+def interface_document(
+    itf: Interface, source: str, algorithms: Iterable[str], role: str | None
+) -> dict[str, Any]:
     chosen = [a for a in itf.algorithms if a in set(algorithms)]
     return {
         "schema": "sglang-tracker/interface@1",
@@ -77,18 +113,32 @@ def interface_document(itf: Interface, source: str, algorithms: Iterable[str],
         "algorithms": chosen,
         "role": role,
         "workers": {a: list(itf.workers.get(a, ())) for a in chosen},
-        "requirements": [requirement_doc(r) for r in itf.requirements
-                         if r.algorithm in chosen and (role is None or r.role == role)],
+        "requirements": [
+            requirement_doc(r)
+            for r in itf.requirements
+            if r.algorithm in chosen and (role is None or r.role == role)
+        ],
         "output_fields": [field_doc(f) for f in itf.output_fields if f.algorithm in chosen],
         "config_keys": [field_doc(f) for f in itf.config_keys if f.algorithm in chosen],
-        "warnings": sorted(itf.warnings),
+        "warnings": sorted(
+            w for w in itf.warnings if not _names_other_algorithm(w, chosen, itf.algorithms)
+        ),
     }
+
+
+def _names_other_algorithm(warning: str, chosen: list[str], every: tuple[str, ...]) -> bool:
+    words = set(warning.replace(",", " ").split())
+    return bool(words & set(every)) and not words & set(chosen)
 
 
 def change_doc(change: Change) -> dict[str, Any]:
     out: dict[str, Any] = {
-        "kind": change.kind, "algorithm": change.algorithm, "subject": change.subject,
-        "role": change.role, "message": change.message, "breaking": change.breaking,
+        "kind": change.kind,
+        "algorithm": change.algorithm,
+        "subject": change.subject,
+        "role": change.role,
+        "message": change.message,
+        "breaking": change.breaking,
         "notable": change.notable,
     }
     for side, value in (("old", change.old), ("new", change.new)):
@@ -114,8 +164,11 @@ def diff_document(d: Diff, source: str) -> dict[str, Any]:
         "algorithms": list(d.algorithms),
         "changes": [change_doc(c) for c in changes],
         "unchanged": [
-            {**requirement_doc(new), "previous_sites": [site_doc(s) for s in old.sites],
-             "moved_from": _moved_from(old, new)}
+            {
+                **requirement_doc(new),
+                "previous_sites": [site_doc(s) for s in old.sites],
+                "moved_from": _moved_from(old, new),
+            }
             for old, new in d.unchanged
         ],
         "counts": dict(sorted(counts.items())),
@@ -126,25 +179,31 @@ def _moved_from(old: Requirement, new: Requirement) -> dict[str, Any] | None:
     """Where the new primary site stood before, when it moved: the old site in the same
     function of the same file (else the same file)."""
     primary = new.sites[0]
-    same_function = [s for s in old.sites
-                     if s.path == primary.path and s.function == primary.function]
+    same_function = [
+        s for s in old.sites if s.path == primary.path and s.function == primary.function
+    ]
     same_file = [s for s in old.sites if s.path == primary.path]
-    previous = (same_function or same_file or [None])[0]
+    candidates = same_function or same_file
+    previous = candidates[0] if candidates else None
     if previous is None or previous.line == primary.line:
         return None
     return site_doc(previous)
 
 
-def check_document(compat: Compat, checks: list[ModelCheck], requirements_version: str,
-                   models_version: str, source: str) -> dict[str, Any]:
+def check_document(
+    compat: Compat,
+    checks: list[ModelCheck],
+    requirements_version: str,
+    models_version: str,
+    source: str,
+) -> dict[str, Any]:
     return {
         "schema": "sglang-tracker/check@1",
         "requirements_version": requirements_version,
         "models_version": models_version,
         "source": source,
         "checks": [check_doc(c) for c in checks],
-        "counts": {s: sum(1 for c in checks if c.status == s)
-                   for s in ("ok", "broken", "unknown")},
+        "counts": {s: sum(1 for c in checks if c.status == s) for s in ("ok", "broken", "unknown")},
     }
 
 
@@ -155,15 +214,16 @@ def to_json(doc: dict[str, Any]) -> str:
     return json.dumps(doc, indent=2, sort_keys=False, ensure_ascii=False) + "\n"
 
 
-def render(template: str, fmt: str, doc: dict[str, Any],
-           options: RenderOptions | None = None) -> str:
+def render(
+    template: str, fmt: str, doc: dict[str, Any], options: RenderOptions | None = None
+) -> str:
     """`template` is the report name (`diff`), `fmt` one of text/md/json."""
     if fmt == "json":
         return to_json(doc)
     options = options or RenderOptions()
     env = _environment(options)
     suffix = "md" if fmt == "md" else "txt"
-    text = env.get_template(f"{template}.{suffix}.j2").render(doc=doc, options=options)
+    text: str = env.get_template(f"{template}.{suffix}.j2").render(doc=doc, options=options)
     return text.rstrip() + "\n"
 
 
@@ -185,7 +245,8 @@ def _environment(options: RenderOptions) -> Any:
     env.filters["short"] = short_path
     env.filters["site"] = lambda s: f"{short_path(s['path'])}:{s['line']}"
     env.filters["link"] = lambda s, tag: options.link_pattern.format(
-        tag=tag, path=s["path"], line=s["line"])
+        tag=tag, path=s["path"], line=s["line"]
+    )
     env.filters["call"] = _call_text
     env.tests["model_event"] = lambda kind: str(kind).startswith("model_wrapper")
     return env
@@ -209,30 +270,54 @@ def matrix_document(m: Any, source: str) -> dict[str, Any]:
         "source": source,
         "versions": m.versions,
         "models": [
-            {"model": model, "kind": m.kinds.get(model, ""),
-             "cells": [m.cells[model][v] for v in m.versions],
-             "missing": {v: list(miss) for v, miss in m.missing[model].items() if miss}}
+            {
+                "model": model,
+                "kind": m.kinds.get(model, ""),
+                "cells": [m.cells[model][v] for v in m.versions],
+                "missing": {v: list(miss) for v, miss in m.missing[model].items() if miss},
+            }
             for model in m.models
         ],
         "events": [event_doc(e) for e in m.events],
-        "counts": {v: {s: sum(1 for model in m.models if m.cells[model][v] == s)
-                       for s in ("ok", "broken", "unknown")} for v in m.versions},
+        "counts": {
+            v: {
+                s: sum(1 for model in m.models if m.cells[model][v] == s)
+                for s in ("ok", "broken", "unknown")
+            }
+            for v in m.versions
+        },
     }
 
 
 def event_doc(e: Any) -> dict[str, Any]:
-    return {"model": e.model, "algorithm": e.algorithm, "version": e.version,
-            "kind": e.kind, "status": e.status, "members": list(e.members),
-            "previous": e.previous}
+    return {
+        "model": e.model,
+        "algorithm": e.algorithm,
+        "version": e.version,
+        "kind": e.kind,
+        "status": e.status,
+        "members": list(e.members),
+        "previous": e.previous,
+    }
 
 
-def history_document(model: str, kind: str, matrices: list[Any], source: str
-                     ) -> dict[str, Any]:
+def history_document(model: str, kind: str, matrices: list[Any], source: str) -> dict[str, Any]:
     events = [event_doc(e) for m in matrices for e in m.events if e.model == model]
     rows = []
     for m in matrices:
         if model in m.cells:
-            rows.append({"algorithm": m.algorithm, "versions": m.versions,
-                         "cells": [m.cells[model][v] for v in m.versions]})
-    return {"schema": "sglang-tracker/history@1", "model": model, "kind": kind,
-            "source": source, "events": events, "rows": rows}
+            rows.append(
+                {
+                    "algorithm": m.algorithm,
+                    "versions": m.versions,
+                    "cells": [m.cells[model][v] for v in m.versions],
+                }
+            )
+    return {
+        "schema": "sglang-tracker/history@1",
+        "model": model,
+        "kind": kind,
+        "source": source,
+        "events": events,
+        "rows": rows,
+    }

@@ -34,8 +34,8 @@ class ReceiverRule:
         if found is not None:
             return member, "direct"
         found = self.regex.match(receiver)
-        if found is not None and receiver[found.end():].startswith("."):
-            rest = receiver[found.end() + 1:]
+        if found is not None and receiver[found.end() :].startswith("."):
+            rest = receiver[found.end() + 1 :]
             head = re.match(r"[A-Za-z_][A-Za-z0-9_]*", rest)
             if head is not None:
                 return head.group(0), "attribute"
@@ -59,7 +59,8 @@ class RoleRules:
     registry_worker_keyword: str = "worker_cls"
     flag_method: str = "_has_flag"
     _memo: dict[tuple[str, str | None], tuple[ReceiverRule, ...]] = field(
-        default_factory=dict, compare=False, repr=False)
+        default_factory=dict, compare=False, repr=False
+    )
 
     def rules_in(self, module: str, class_name: str | None) -> tuple[ReceiverRule, ...]:
         memo_key = (module, class_name)

@@ -16,33 +16,57 @@ def check_sarif(doc: dict[str, Any], options: RenderOptions) -> dict[str, Any]:
             continue
         sites = doc["requirements"].get(c["algorithm"], {}).get(c["role"], {})
         for member in c["missing"]:
-            locations = [{
-                "physicalLocation": {
-                    "artifactLocation": {"uri": s["path"]},
-                    "region": {"startLine": s["line"]},
-                }} for s in sites.get(member, [])[:5]]
-            results.append({
-                "ruleId": "model_wrapper_missing_member",
-                "level": "error",
-                "message": {"text": f"{c['model']} lacks {member}, which {c['algorithm']} "
-                                    f"requires of the {c['role']} model"},
-                "locations": locations or [{"physicalLocation": {
-                    "artifactLocation": {"uri": c["path"]}}}],
-                "relatedLocations": [{"physicalLocation": {
-                    "artifactLocation": {"uri": c["path"]}}}],
-                "properties": {"model": c["model"], "algorithm": c["algorithm"],
-                               "member": member, "version": doc["models_version"]},
-            })
+            locations = [
+                {
+                    "physicalLocation": {
+                        "artifactLocation": {"uri": s["path"]},
+                        "region": {"startLine": s["line"]},
+                    }
+                }
+                for s in sites.get(member, [])[:5]
+            ]
+            results.append(
+                {
+                    "ruleId": "model_wrapper_missing_member",
+                    "level": "error",
+                    "message": {
+                        "text": f"{c['model']} lacks {member}, which {c['algorithm']} "
+                        f"requires of the {c['role']} model"
+                    },
+                    "locations": locations
+                    or [{"physicalLocation": {"artifactLocation": {"uri": c["path"]}}}],
+                    "relatedLocations": [
+                        {"physicalLocation": {"artifactLocation": {"uri": c["path"]}}}
+                    ],
+                    "properties": {
+                        "model": c["model"],
+                        "algorithm": c["algorithm"],
+                        "member": member,
+                        "version": doc["models_version"],
+                    },
+                }
+            )
     return {
         "$schema": "https://json.schemastore.org/sarif-2.1.0.json",
         "version": "2.1.0",
-        "runs": [{
-            "tool": {"driver": {
-                "name": "sglang-tracker", "version": __version__,
-                "rules": [{"id": "model_wrapper_missing_member",
-                           "shortDescription": {"text": "A model wrapper lacks a member a "
-                                                        "speculative algorithm requires"}}],
-            }},
-            "results": results,
-        }],
+        "runs": [
+            {
+                "tool": {
+                    "driver": {
+                        "name": "sglang-tracker",
+                        "version": __version__,
+                        "rules": [
+                            {
+                                "id": "model_wrapper_missing_member",
+                                "shortDescription": {
+                                    "text": "A model wrapper lacks a member a "
+                                    "speculative algorithm requires"
+                                },
+                            }
+                        ],
+                    }
+                },
+                "results": results,
+            }
+        ],
     }

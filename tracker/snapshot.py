@@ -50,8 +50,15 @@ class Snapshot:
 
 # The modules whose logic decides what a snapshot says; their text is part of the
 # builder identity so that a changed analysis never reuses an old answer.
-ANALYSIS_MODULES = ("index.py", "callgraph.py", "algorithms.py", "interface.py", "compat.py",
-                    "roles.py", "loader.py")
+ANALYSIS_MODULES = (
+    "index.py",
+    "callgraph.py",
+    "algorithms.py",
+    "interface.py",
+    "compat.py",
+    "roles.py",
+    "loader.py",
+)
 
 
 def current_builder() -> Builder:
@@ -104,24 +111,41 @@ def _site(s: Site) -> dict[str, Any]:
 
 
 def _requirement(r: Requirement) -> dict[str, Any]:
-    return {"algorithm": r.algorithm, "role": r.role, "member": r.member, "kind": r.kind,
-            "status": r.status, "sites": [_site(s) for s in r.sites]}
+    return {
+        "algorithm": r.algorithm,
+        "role": r.role,
+        "member": r.member,
+        "kind": r.kind,
+        "status": r.status,
+        "sites": [_site(s) for s in r.sites],
+    }
 
 
 def _field(f: FieldUse) -> dict[str, Any]:
-    return {"algorithm": f.algorithm, "owner": f.owner, "name": f.name,
-            "sites": [_site(s) for s in f.sites]}
+    return {
+        "algorithm": f.algorithm,
+        "owner": f.owner,
+        "name": f.name,
+        "sites": [_site(s) for s in f.sites],
+    }
 
 
 def _check(c: ModelCheck) -> dict[str, Any]:
-    out: dict[str, Any] = {"model": c.model, "path": c.path, "kind": c.kind,
-                           "algorithm": c.algorithm, "role": c.role, "status": c.status}
+    out: dict[str, Any] = {
+        "model": c.model,
+        "path": c.path,
+        "kind": c.kind,
+        "algorithm": c.algorithm,
+        "role": c.role,
+        "status": c.status,
+    }
     if c.missing:
         out["missing"] = list(c.missing)
     if c.unknown:
         out["unknown"] = list(c.unknown)
-    out["provisions"] = [{k: v for k, v in asdict(p).items() if v not in ("", 0)}
-                         for p in c.provisions]
+    out["provisions"] = [
+        {k: v for k, v in asdict(p).items() if v not in ("", 0)} for p in c.provisions
+    ]
     if c.delegations:
         out["delegations"] = [asdict(d) for d in c.delegations]
     return out
@@ -137,27 +161,51 @@ def from_json(text: str) -> Snapshot:
         algorithms=tuple(doc["algorithms"]),
         workers={a: tuple(w) for a, w in doc["workers"].items()},
         requirements=[
-            Requirement(r["algorithm"], r["role"], r["member"], r["kind"], r["status"],
-                        tuple(_load_site(s) for s in r["sites"]))
-            for r in doc["requirements"]],
-        output_fields=[FieldUse(f["algorithm"], f["owner"], f["name"],
-                                tuple(_load_site(s) for s in f["sites"]))
-                       for f in doc["output_fields"]],
-        config_keys=[FieldUse(f["algorithm"], f["owner"], f["name"],
-                              tuple(_load_site(s) for s in f["sites"]))
-                     for f in doc["config_keys"]],
+            Requirement(
+                r["algorithm"],
+                r["role"],
+                r["member"],
+                r["kind"],
+                r["status"],
+                tuple(_load_site(s) for s in r["sites"]),
+            )
+            for r in doc["requirements"]
+        ],
+        output_fields=[
+            FieldUse(
+                f["algorithm"], f["owner"], f["name"], tuple(_load_site(s) for s in f["sites"])
+            )
+            for f in doc["output_fields"]
+        ],
+        config_keys=[
+            FieldUse(
+                f["algorithm"], f["owner"], f["name"], tuple(_load_site(s) for s in f["sites"])
+            )
+            for f in doc["config_keys"]
+        ],
         warnings=list(doc["warnings"]),
     )
     compat = Compat(
         version,
         entries=[EntryClass(**e) for e in doc["entry_classes"]],
-        checks=[ModelCheck(
-            c["model"], c["path"], c["kind"], c["algorithm"], c["role"], c["status"],
-            tuple(c.get("missing", ())), tuple(c.get("unknown", ())),
-            tuple(Provision(p["member"], p["how"], p.get("where", ""), p.get("line", 0))
-                  for p in c["provisions"]),
-            tuple(Delegation(**d) for d in c.get("delegations", ())),
-        ) for c in doc["checks"]],
+        checks=[
+            ModelCheck(
+                c["model"],
+                c["path"],
+                c["kind"],
+                c["algorithm"],
+                c["role"],
+                c["status"],
+                tuple(c.get("missing", ())),
+                tuple(c.get("unknown", ())),
+                tuple(
+                    Provision(p["member"], p["how"], p.get("where", ""), p.get("line", 0))
+                    for p in c["provisions"]
+                ),
+                tuple(Delegation(**d) for d in c.get("delegations", ())),
+            )
+            for c in doc["checks"]
+        ],
     )
     return Snapshot(
         version=version,
@@ -171,9 +219,13 @@ def from_json(text: str) -> Snapshot:
 
 def _load_site(s: dict[str, Any]) -> Site:
     return Site(
-        path=s["path"], line=s["line"], function=s["function"],
-        condition=s.get("condition", ""), status=s.get("status", "required"),
-        guard=s.get("guard", ""), arity=s.get("arity", ""),
+        path=s["path"],
+        line=s["line"],
+        function=s["function"],
+        condition=s.get("condition", ""),
+        status=s.get("status", "required"),
+        guard=s.get("guard", ""),
+        arity=s.get("arity", ""),
         call_path=tuple(s.get("call_path", ())),
     )
 

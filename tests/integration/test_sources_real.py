@@ -10,6 +10,7 @@ from collections.abc import Callable
 from pathlib import Path
 
 import pytest
+
 from bench.build_release_repo import build_release_repo
 from tracker.sources.base import VersionTree, content_id
 from tracker.sources.git import GitSource

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from sgl_trees import build
+
 from tracker.compat import ModelCheck, provision
 
 
@@ -90,7 +91,9 @@ def test_provision_through_bases_attributes_getattr_and_unknown_bases() -> None:
     assert provision(index, child, "get_embed_and_head").how == "inherited"
     assert provision(index, child, "get_embed_and_head").where == "LlamaForCausalLM"
     assert provision(index, child, "named_parameters").how == "torch"
-    assert provision(index, child, "forward").how == "missing"  # nn.Module's forward is no provision
+    assert (
+        provision(index, child, "forward").how == "missing"
+    )  # nn.Module's forward is no provision
     by_attr = index.classes_named("ByAttribute")[0]
     assert provision(index, by_attr, "set_eagle3_layers_to_capture").how == "attribute"
     assert check(built, "ByAttribute").status == "ok"
@@ -123,4 +126,6 @@ def test_a_wrapper_that_adds_delegating_methods_is_no_longer_broken() -> None:
 
         EntryClass = [WrapperForConditionalGeneration]
         """
-    assert check(build({"models/wrapper.py": fixed}), "WrapperForConditionalGeneration").status == "ok"
+    assert (
+        check(build({"models/wrapper.py": fixed}), "WrapperForConditionalGeneration").status == "ok"
+    )

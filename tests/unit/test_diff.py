@@ -8,6 +8,7 @@ from functools import cache
 
 import pytest
 from sgl_trees import BASE, Built, build
+
 from tracker.diff import CHANGE_KINDS, diff
 
 WORKER = BASE["speculative/eagle_worker.py"]
@@ -36,10 +37,13 @@ GUARDED_EMBED = WORKER.replace(
     "        if hasattr(self.target_worker.model_runner.model, 'get_embed_and_head'):\n"
     "            embed, head = self.target_worker.model_runner.model.get_embed_and_head()\n",
 )
-MORE_ARGS = RUNNER.replace("set_eagle3_layers_to_capture([1, 2])",
-                           "set_eagle3_layers_to_capture([1, 2], True)")
-NEW_FIELD = WORKER.replace("return logits_output.hidden_states",
-                           "return logits_output.hidden_states, logits_output.mm_input_embeds")
+MORE_ARGS = RUNNER.replace(
+    "set_eagle3_layers_to_capture([1, 2])", "set_eagle3_layers_to_capture([1, 2], True)"
+)
+NEW_FIELD = WORKER.replace(
+    "return logits_output.hidden_states",
+    "return logits_output.hidden_states, logits_output.mm_input_embeds",
+)
 CONFIG = RUNNER.replace(
     "            self.eagle_use_aux_hidden_state = True\n",
     "            self.eagle_use_aux_hidden_state = True\n"
@@ -48,7 +52,9 @@ CONFIG = RUNNER.replace(
 )
 LLAMA_WITHOUT_CAPTURE = LLAMA.replace(
     "    def set_eagle3_layers_to_capture(self, layer_ids=None):\n"
-    "        self.layers = layer_ids\n", "")
+    "        self.layers = layer_ids\n",
+    "",
+)
 WRAPPER_FIXED = BASE["models/wrapper.py"].replace(
     "        self.language_model = LlamaForCausalLM(config)\n",
     "        self.language_model = LlamaForCausalLM(config)\n\n"
@@ -57,39 +63,77 @@ WRAPPER_FIXED = BASE["models/wrapper.py"].replace(
     "    def set_eagle3_layers_to_capture(self, layer_ids=None):\n"
     "        return self.language_model.set_eagle3_layers_to_capture(layer_ids)\n",
 )
-NEW_WRAPPER = BASE["models/wrapper.py"].replace("WrapperForConditionalGeneration", "NewVLForConditionalGeneration")
+NEW_WRAPPER = BASE["models/wrapper.py"].replace(
+    "WrapperForConditionalGeneration", "NewVLForConditionalGeneration"
+)
 NEW_SUPPORTED = LLAMA.replace("LlamaForCausalLM", "MistralForCausalLM")
-LOOKAHEAD_SPEC = SPEC.replace("    EAGLE3 = auto()\n", "    EAGLE3 = auto()\n    LOOKAHEAD = auto()\n")
+LOOKAHEAD_SPEC = SPEC.replace(
+    "    EAGLE3 = auto()\n", "    EAGLE3 = auto()\n    LOOKAHEAD = auto()\n"
+)
 
 # kind -> (old overrides, new overrides, every kind the pair must report)
 PAIRS: dict[str, tuple[dict[str, str | None], dict[str, str | None], set[str]]] = {
     "algorithm_added": ({}, {"speculative/spec_info.py": LOOKAHEAD_SPEC}, {"algorithm_added"}),
     "algorithm_removed": ({"speculative/spec_info.py": LOOKAHEAD_SPEC}, {}, {"algorithm_removed"}),
-    "member_now_required": ({}, {"speculative/eagle_worker.py": NEW_CALL},
-                            {"member_now_required", "model_wrapper_broke"}),
-    "member_now_optional": ({}, {"speculative/eagle_worker.py": OPTIONAL_CALL},
-                            {"member_now_optional"}),
-    "member_no_longer_required": ({}, {"speculative/eagle_worker.py": NO_EMBED},
-                                  {"member_no_longer_required", "model_wrapper_fixed"}),
-    "member_no_longer_used": ({"speculative/eagle_worker.py": OPTIONAL_CALL}, {},
-                              {"member_no_longer_used"}),
-    "member_became_optional": ({}, {"speculative/eagle_worker.py": GUARDED_EMBED},
-                               {"member_became_optional", "model_wrapper_fixed"}),
-    "member_became_required": ({"speculative/eagle_worker.py": GUARDED_EMBED}, {},
-                               {"member_became_required", "model_wrapper_broke"}),
-    "call_arity_changed": ({}, {"model_executor/model_runner.py": MORE_ARGS},
-                           {"call_arity_changed"}),
+    "member_now_required": (
+        {},
+        {"speculative/eagle_worker.py": NEW_CALL},
+        {"member_now_required", "model_wrapper_broke"},
+    ),
+    "member_now_optional": (
+        {},
+        {"speculative/eagle_worker.py": OPTIONAL_CALL},
+        {"member_now_optional"},
+    ),
+    "member_no_longer_required": (
+        {},
+        {"speculative/eagle_worker.py": NO_EMBED},
+        {"member_no_longer_required", "model_wrapper_fixed"},
+    ),
+    "member_no_longer_used": (
+        {"speculative/eagle_worker.py": OPTIONAL_CALL},
+        {},
+        {"member_no_longer_used"},
+    ),
+    "member_became_optional": (
+        {},
+        {"speculative/eagle_worker.py": GUARDED_EMBED},
+        {"member_became_optional", "model_wrapper_fixed"},
+    ),
+    "member_became_required": (
+        {"speculative/eagle_worker.py": GUARDED_EMBED},
+        {},
+        {"member_became_required", "model_wrapper_broke"},
+    ),
+    "call_arity_changed": (
+        {},
+        {"model_executor/model_runner.py": MORE_ARGS},
+        {"call_arity_changed"},
+    ),
     "output_field_added": ({}, {"speculative/eagle_worker.py": NEW_FIELD}, {"output_field_added"}),
-    "output_field_removed": ({"speculative/eagle_worker.py": NEW_FIELD}, {},
-                             {"output_field_removed"}),
+    "output_field_removed": (
+        {"speculative/eagle_worker.py": NEW_FIELD},
+        {},
+        {"output_field_removed"},
+    ),
     "config_key_added": ({}, {"model_executor/model_runner.py": CONFIG}, {"config_key_added"}),
     "config_key_removed": ({"model_executor/model_runner.py": CONFIG}, {}, {"config_key_removed"}),
-    "model_wrapper_broke": ({}, {"models/llama.py": LLAMA_WITHOUT_CAPTURE}, {"model_wrapper_broke"}),
+    "model_wrapper_broke": (
+        {},
+        {"models/llama.py": LLAMA_WITHOUT_CAPTURE},
+        {"model_wrapper_broke"},
+    ),
     "model_wrapper_fixed": ({}, {"models/wrapper.py": WRAPPER_FIXED}, {"model_wrapper_fixed"}),
-    "model_wrapper_added_unsupported": ({}, {"models/new_vl.py": NEW_WRAPPER},
-                                        {"model_wrapper_added_unsupported"}),
-    "model_wrapper_added_supported": ({}, {"models/mistral.py": NEW_SUPPORTED},
-                                      {"model_wrapper_added_supported"}),
+    "model_wrapper_added_unsupported": (
+        {},
+        {"models/new_vl.py": NEW_WRAPPER},
+        {"model_wrapper_added_unsupported"},
+    ),
+    "model_wrapper_added_supported": (
+        {},
+        {"models/mistral.py": NEW_SUPPORTED},
+        {"model_wrapper_added_supported"},
+    ),
     "model_wrapper_removed": ({}, {"models/wrapper.py": None}, {"model_wrapper_removed"}),
 }
 
@@ -129,7 +173,9 @@ def test_a_new_wrapper_whose_inner_model_has_the_members_is_notable() -> None:
     a, b = built(()), built(frozen({"models/new_vl.py": NEW_WRAPPER}))
     changes = diff(a.interface, a.compat, b.interface, b.compat, ("EAGLE3",)).changes
     assert [(c.subject, c.notable) for c in changes] == [("NewVLForConditionalGeneration", True)]
-    assert changes[0].message == "new class NewVLForConditionalGeneration lacks what EAGLE3 requires"
+    assert (
+        changes[0].message == "new class NewVLForConditionalGeneration lacks what EAGLE3 requires"
+    )
 
 
 def test_the_algorithm_filter_keeps_only_that_algorithm() -> None:

@@ -4,6 +4,7 @@ aliases, calls across modules and renamed workers."""
 from __future__ import annotations
 
 from sgl_trees import SRT, build, line_of
+
 from tracker.interface import Interface, Requirement
 
 
@@ -24,14 +25,17 @@ def test_algorithms_and_workers_come_from_the_version_own_enum_and_factory() -> 
     assert itf.workers == {"EAGLE": ("EAGLEWorker",), "EAGLE3": ("EAGLEWorker",)}
 
 
-def test_an_unconditional_target_call_in_the_worker_is_required_by_every_algorithm_using_it() -> None:
+def test_an_unconditional_target_call_in_the_worker_is_required_by_every_algorithm_using_it() -> (
+    None
+):
     itf = build().interface
     line = line_of(None, "speculative/eagle_worker.py", "get_embed_and_head()")
     for algorithm in ("EAGLE", "EAGLE3"):
         found = req(itf, algorithm, "target", "get_embed_and_head")
         assert found is not None and found.status == "required"
         assert [(s.path, s.line, s.function) for s in found.sites] == [
-            (SRT + "speculative/eagle_worker.py", line, "EAGLEWorker.__init__")]
+            (SRT + "speculative/eagle_worker.py", line, "EAGLEWorker.__init__")
+        ]
         assert found.kind == "call" and found.arities == ("0",)
 
 
@@ -137,8 +141,9 @@ WORKER_CALLING_HELPER = """
 
 
 def test_a_model_passed_to_a_helper_in_another_module_keeps_its_role() -> None:
-    itf = build({"speculative/helpers.py": HELPERS,
-                 "speculative/eagle_worker.py": WORKER_CALLING_HELPER}).interface
+    itf = build(
+        {"speculative/helpers.py": HELPERS, "speculative/eagle_worker.py": WORKER_CALLING_HELPER}
+    ).interface
     found = req(itf, "EAGLE3", "target", "get_embed_and_head")
     assert found is not None and found.status == "required"
     assert found.sites[0].path == SRT + "speculative/helpers.py"
@@ -185,8 +190,9 @@ LOOKAHEAD = """
 
 
 def test_a_new_algorithm_and_an_aliased_worker_are_found_without_code_changes() -> None:
-    itf = build({"speculative/spec_info.py": RENAMED_FACTORY,
-                 "speculative/lookahead.py": LOOKAHEAD}).interface
+    itf = build(
+        {"speculative/spec_info.py": RENAMED_FACTORY, "speculative/lookahead.py": LOOKAHEAD}
+    ).interface
     assert itf.algorithms == ("EAGLE", "EAGLE3", "LOOKAHEAD")
     assert itf.workers["LOOKAHEAD"] == ("LookaheadWorker",)
     assert itf.workers["EAGLE3"] == ("EAGLEWorker",)

@@ -1,0 +1,41 @@
+"""Rebuild the shipped snapshots (`snapshots/<tag>.json`) from the released archives.
+
+Run after any change to the queries, the role rules or the analysis code: the snapshots
+record which builder made them, and a stale one is ignored (and fails the test that
+compares shipped snapshots with fresh ones).
+
+    python tools/refresh_snapshots.py [RANGE]     # default: every release the index lists
+"""
+
+from __future__ import annotations
+
+import sys
+import time
+from pathlib import Path
+
+from tracker.app import Workspace
+from tracker.snapshot import write_file
+from tracker.sources import open_source
+from tracker.versions import expand_range
+
+ROOT = Path(__file__).resolve().parent.parent
+
+
+def main(argv: list[str]) -> int:
+    source = open_source("pypi", None, ROOT)
+    known = source.versions()
+    wanted = expand_range(argv[0], known) if argv else known
+    ws = Workspace(source, use_shipped=False)
+    out = ROOT / "snapshots"
+    started = time.monotonic()
+    for version in wanted:
+        t0 = time.monotonic()
+        snap = ws.snapshot_of(source, version)
+        write_file(out / f"{version}.json", snap)
+        print(f"{version}: {time.monotonic() - t0:.1f}s", flush=True)
+    print(f"{len(wanted)} snapshots in {time.monotonic() - started:.0f}s")
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main(sys.argv[1:]))
