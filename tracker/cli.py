@@ -125,6 +125,16 @@ def _flush_warnings(ws: Workspace) -> None:
         click.echo(f"tracker: warning: {w}", err=True)
 
 
+def suggest(name: str, known: list[str]) -> str:
+    """"; did you mean X, Y" for a misspelt or shortened name, else ""."""
+    import difflib
+
+    lowered = name.lower()
+    near = [k for k in known if lowered in k.lower()][:3]
+    near += [k for k in difflib.get_close_matches(name, known, n=3) if k not in near]
+    return f"; did you mean {', '.join(near[:3])}" if near else ""
+
+
 def _pick_algorithms(available: tuple[str, ...], wanted: tuple[str, ...]) -> tuple[str, ...]:
     if not wanted:
         return available
@@ -144,6 +154,17 @@ def _pick_algorithms(available: tuple[str, ...], wanted: tuple[str, ...]) -> tup
 class TrackerGroup(click.Group):
     """Maps the tool's own failures to exit codes here, so that every way of invoking the
     group (the console script, `python -m tracker`, click's test runner) behaves alike."""
+
+    def format_commands(self, ctx: click.Context, formatter: click.HelpFormatter) -> None:
+        # Click cuts each summary at ~45 characters with "..."; show the first sentence.
+        rows = []
+        for name in self.list_commands(ctx):
+            command = self.get_command(ctx, name)
+            if command is not None and not command.hidden:
+                rows.append((name, command.get_short_help_str(limit=120)))
+        if rows:
+            with formatter.section("Commands"):
+                formatter.write_dl(rows)
 
     def invoke(self, ctx: click.Context) -> Any:
         try:
@@ -363,14 +384,16 @@ def _describe(ws: Workspace, snap: Any) -> str:
 # Commands of the later stages live in their own modules; registering them here keeps
 # one entry point.
 def _register_more() -> None:
-    from tracker import cli_models
+    import importlib
 
-    cli_models.register(cli)
-    try:
-        from tracker import cli_release
-    except ImportError:  # pragma: no cover - during development of the release commands
-        return
-    cli_release.register(cli)
+    for name in ("cli_models", "cli_release", "cli_report"):
+        try:
+            module = importlib.import_module(f"tracker.{name}")
+        except ModuleNotFoundError as exc:  # a command module not written yet
+            if exc.name != f"tracker.{name}":
+                raise
+            continue
+        module.register(cli)
 
 
 _register_more()
@@ -380,7 +403,7 @@ def main(argv: list[str] | None = None) -> None:
     """Entry point: runs the group and maps failures to exit codes and one-line errors."""
     debug = bool(os.environ.get("TRACKER_DEBUG"))
     try:
-        cli.main(args=argv, prog_name="tracker", standalone_mode=False)
+        code = cli.main(args=argv, prog_name="tracker", standalone_mode=False)
     except click.exceptions.Abort:
         click.echo("tracker: aborted", err=True)
         sys.exit(2)
@@ -408,4 +431,5 @@ def main(argv: list[str] | None = None) -> None:
             err=True,
         )
         sys.exit(2)
-    sys.exit(0)
+    # Without standalone mode click returns the code of `ctx.exit(...)` instead of exiting.
+    sys.exit(code if isinstance(code, int) else 0)

@@ -18,6 +18,7 @@ from tracker.cli import (
     _render_opts,
     _source_options,
     _workspace,
+    suggest,
 )
 from tracker.errors import TrackerError
 
@@ -100,10 +101,7 @@ def check(
     known = {e.name for e in compat.entries}
     for name in models:
         if name not in known:
-            import difflib
-
-            near = difflib.get_close_matches(name, sorted(known), n=3)
-            hint = f"; did you mean {', '.join(near)}" if near else ""
+            hint = suggest(name, sorted(known))
             raise TrackerError(f"{models_version} registers no entry class {name}{hint}")
     selected = [
         c
@@ -213,10 +211,7 @@ def history(
     snaps = ws.snapshots(spec)
     present = {e.name: e.kind for s in snaps for e in s.compat.entries}
     if model not in present:
-        import difflib
-
-        near = difflib.get_close_matches(model, sorted(present), n=3)
-        hint = f"; did you mean {', '.join(near)}" if near else ""
+        hint = suggest(model, sorted(present))
         raise TrackerError(f"no version in {spec} registers {model}{hint}")
     names = tuple(dict.fromkeys(a for s in snaps for a in s.interface.algorithms))
     chosen = _pick_algorithms(names, algorithms)
