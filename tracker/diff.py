@@ -135,7 +135,12 @@ def model_changes(old: Compat, new: Compat, algorithms: tuple[str, ...]) -> Iter
     after = {(c.model, c.algorithm): c for c in new.checks}
     old_names = {e.name for e in old.entries}
     new_names = {e.name for e in new.entries}
-    ok_modules = {c.path for c in new.checks if c.status == "ok"}
+    # (file, algorithm) pairs where some class supports the algorithm: a new class beside
+    # such a sibling that does not is worth a look.
+    ok_siblings: dict[tuple[str, str], set[str]] = {}
+    for c in new.checks:
+        if c.status == "ok":
+            ok_siblings.setdefault((c.path, c.algorithm), set()).add(c.model)
     for k in sorted(set(before) | set(after)):
         model, algorithm = k
         if algorithm not in algorithms:
@@ -150,7 +155,8 @@ def model_changes(old: Compat, new: Compat, algorithms: tuple[str, ...]) -> Iter
             if n.status == "broken":
                 # Worth a look when its own inner model has the members, or a sibling in
                 # the same file supports the algorithm: an oversight, not a design choice.
-                notable = bool(n.delegations) or n.path in ok_modules
+                siblings = ok_siblings.get((n.path, algorithm), set()) - {model}
+                notable = bool(n.delegations) or bool(siblings)
                 yield Change(
                     "model_wrapper_added_unsupported",
                     algorithm,

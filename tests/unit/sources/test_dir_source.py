@@ -6,6 +6,7 @@ from collections.abc import Callable, Mapping
 from pathlib import Path
 
 import pytest
+
 from tracker.errors import NotSGLangError, SourceError
 from tracker.sources import open_source, split_spec
 from tracker.sources.base import content_id

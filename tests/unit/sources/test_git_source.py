@@ -9,6 +9,7 @@ from collections.abc import Callable
 from pathlib import Path
 
 import pytest
+
 from tracker.errors import NotSGLangError, SourceError, TrackerError, UnknownVersionError
 from tracker.sources import expand_spec, open_source, split_spec
 from tracker.sources.base import content_id

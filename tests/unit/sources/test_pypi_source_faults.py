@@ -15,6 +15,7 @@ import zipfile
 from pathlib import Path
 
 import pytest
+
 from tracker.errors import NotSGLangError, SourceError, UnknownVersionError
 from tracker.sources.base import content_id
 from tracker.sources.pypi import PypiSource

@@ -8,6 +8,7 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 from packaging.version import Version
+
 from tracker.errors import TrackerError, UnknownVersionError
 from tracker.versions import (
     canonical_tag,

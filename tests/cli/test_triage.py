@@ -1,0 +1,136 @@
+"""`tracker triage`: from the AttributeError a user hit to the algorithms, sites, the
+release that fixes it and the patch."""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Callable
+from contextlib import AbstractContextManager
+
+import pytest
+from click.testing import Result
+
+from tracker.errors import TrackerError
+from tracker.triage import parse_error
+
+Tracker = Callable[..., Result]  # the `tracker` fixture of tests/cli/conftest.py
+
+KIMI = "KimiK25ForConditionalGeneration"
+KIMI_ERROR = f"AttributeError: '{KIMI}' object has no attribute 'get_embed_and_head'"
+
+
+# ------------------------------------------------------------------------- parsing
+
+
+@pytest.mark.parametrize(("message", "form", "owner", "member"), [
+    (KIMI_ERROR, "object", KIMI, "get_embed_and_head"),
+    ("AttributeError: type object 'Qwen3ForCausalLM' has no attribute 'set_embed'",
+     "class", "Qwen3ForCausalLM", "set_embed"),
+    ("AttributeError: module 'sglang.srt.models.kimi_k25' has no attribute 'EntryClass'",
+     "module", "sglang.srt.models.kimi_k25", "EntryClass"),
+    ("AttributeError: 'LogitsProcessorOutput' object has no attribute 'mm_input_embeds'. "
+     "Did you mean: 'input_embeds'?", "object", "LogitsProcessorOutput", "mm_input_embeds"),
+])
+def test_each_wording_of_a_missing_attribute_is_understood(message: str, form: str,
+                                                           owner: str, member: str) -> None:
+    parsed = parse_error(message)
+    assert (parsed.form, parsed.owner, parsed.member) == (form, owner, member)
+
+
+def test_in_a_traceback_the_last_attribute_error_is_the_one_read() -> None:
+    traceback = (
+        "Traceback (most recent call last):\n"
+        "  File \"eagle_worker.py\", line 157, in __init__\n"
+        "    embed, head = self.target_worker.model_runner.model.get_embed_and_head()\n"
+        "AttributeError: 'Other' object has no attribute 'first'\n"
+        "During handling of the above exception, another exception occurred:\n"
+        f"{KIMI_ERROR}\n")
+    parsed = parse_error(traceback)
+    assert (parsed.owner, parsed.member, parsed.text) == (KIMI, "get_embed_and_head",
+                                                          KIMI_ERROR)
+
+
+def test_a_message_that_is_not_an_attribute_error_exits_2_with_one_line(cli_run: Tracker
+                                                                        ) -> None:
+    with pytest.raises(TrackerError):
+        parse_error("RuntimeError: CUDA out of memory")
+    result = cli_run("triage", "RuntimeError: CUDA out of memory", "--at", "v0.5.9")
+    assert result.exit_code == 2
+    assert result.stdout == ""
+    assert len(result.stderr.strip().splitlines()) == 1
+    assert result.stderr.startswith("tracker: error: cannot read an attribute error")
+
+
+# --------------------------------------------------------------------- real releases
+
+
+@pytest.fixture(scope="module")
+def kimi(cli_run: Tracker, real_env: Callable[[], AbstractContextManager[None]]) -> str:
+    with real_env():
+        result = cli_run("triage", KIMI_ERROR, "--at", "v0.5.9", "--source", "pypi",
+                         "--until", "v0.5.10")
+    assert result.exit_code == 0, result.stderr
+    return result.stdout
+
+
+@pytest.mark.realdata
+def test_triage_names_the_class_and_the_algorithms_that_need_the_member(kimi: str) -> None:
+    lines = kimi.splitlines()
+    assert lines[0] == KIMI_ERROR
+    assert f"{KIMI} · target model · models/kimi_k25.py · sglang v0.5.9" in lines
+    assert (f"→ {KIMI} lacks get_embed_and_head, which EAGLE, EAGLE3, STANDALONE require "
+            "of the target model at v0.5.9") in lines
+
+
+@pytest.mark.realdata
+def test_triage_lists_the_worker_sites_that_call_the_member(kimi: str) -> None:
+    eagle3 = kimi.split("  EAGLE3 ", 1)[1].split("  STANDALONE", 1)[0]
+    assert "workers: EAGLEWorker, EAGLEWorkerV2" in eagle3
+    assert "speculative/eagle_worker.py:157 in EAGLEWorker.__init__" in eagle3
+    assert "speculative/eagle_worker_v2.py:194 in EagleDraftWorker.init_lm_head" in eagle3
+
+
+@pytest.mark.realdata
+def test_triage_says_which_later_release_fixes_it_and_prints_the_patch(kimi: str) -> None:
+    assert ("  ✗ EAGLE3      broken · missing get_embed_and_head, "
+            "set_eagle3_layers_to_capture · fixed in v0.5.10") in kimi.splitlines()
+    assert (f"fix: upgrade to v0.5.10, or add the delegating members (tracker fix {KIMI} "
+            "--at v0.5.9):") in kimi
+    patch = kimi.split("--- a/python/sglang/srt/models/kimi_k25.py\n", 1)[1]
+    assert "+    def get_embed_and_head(self):\n" in patch
+    assert "+        return self.language_model.set_eagle3_layers_to_capture(layer_ids)\n" in patch
+
+
+@pytest.mark.realdata
+def test_a_missing_forward_output_field_is_explained_as_one(tracker: Tracker) -> None:
+    result = tracker("triage", "AttributeError: 'LogitsProcessorOutput' object has no "
+                     "attribute 'mm_input_embeds'", "--at", "v0.5.9", "-a", "EAGLE3",
+                     "--source", "pypi", "--format", "json")
+    doc = json.loads(result.stdout)
+    assert doc["schema"] == "sglang-tracker/triage@1"
+    assert doc["models"] == [] and doc["checks"] == [] and doc["patch"] is None
+    assert [(f["owner"], f["name"], f["sites"][0]["line"]) for f in doc["fields"]] == [
+        ("logits_output", "mm_input_embeds", 302)]
+    assert doc["verdict"].startswith("mm_input_embeds is read from logits_output by EAGLE3")
+
+
+@pytest.mark.realdata
+def test_a_traceback_can_come_from_stdin_and_a_fine_class_is_not_blamed(tracker: Tracker
+                                                                        ) -> None:
+    result = tracker("triage", "-", "--at", "v0.5.9", "-a", "EAGLE3", "--source", "pypi",
+                     "--format", "json",
+                     input="Traceback...\nAttributeError: 'DeepseekV3ForCausalLM' object has "
+                           "no attribute 'get_embed_and_head'\n")
+    doc = json.loads(result.stdout)
+    assert [c["status"] for c in doc["checks"]] == ["ok"]
+    assert doc["fix_command"] == ""
+    assert "provides get_embed_and_head at v0.5.9" in doc["verdict"]
+
+
+@pytest.mark.realdata
+def test_an_unknown_class_gets_suggestions(tracker: Tracker) -> None:
+    result = tracker("triage", "AttributeError: 'KimiK25ForConditionalGen' object has no "
+                     "attribute 'get_embed_and_head'", "--at", "v0.5.9", "--source", "pypi",
+                     "-a", "EAGLE3")
+    assert (f"KimiK25ForConditionalGen is not an entry class registered at sglang v0.5.9; "
+            f"did you mean {KIMI}") in result.stdout

@@ -1,0 +1,214 @@
+"""From an `AttributeError` a user hit to the answer: which algorithms require that member
+of that class, where, whether the class is broken at that version, which later release fixes
+it, and the patch when its inner model has the member.
+
+This is the seed's question asked the other way round: not "what breaks?" but "why did my
+server crash?".
+"""
+
+from __future__ import annotations
+
+import difflib
+import re
+from collections.abc import Callable, Iterable
+from dataclasses import dataclass
+from typing import Any
+
+from tracker.compat import Compat, ModelCheck
+from tracker.errors import TrackerError
+from tracker.interface import Interface
+from tracker.render import field_doc, requirement_doc
+
+SCHEMA = "sglang-tracker/triage@1"
+
+_NAME = r"[A-Za-z_][\w.]*"
+# Python's three wordings, with the 3.10+ suggestion tail (". Did you mean: 'x'?") allowed.
+_FORMS = (
+    ("class", re.compile(rf"type object '({_NAME})' has no attribute '(\w+)'")),
+    ("module", re.compile(rf"module '({_NAME})' has no attribute '(\w+)'")),
+    ("object", re.compile(rf"'({_NAME})' object has no attribute '(\w+)'")),
+)
+
+
+@dataclass(frozen=True)
+class ParsedError:
+    form: str  # "object" | "class" | "module"
+    owner: str  # class name (last dotted part kept as written) or module name
+    member: str
+    text: str  # the matched line
+
+    @property
+    def class_name(self) -> str:
+        return self.owner.rpartition(".")[2]
+
+
+def parse_error(message: str) -> ParsedError:
+    """The last `... has no attribute '...'` in `message` (a bare line or a whole
+    traceback); TrackerError when there is none."""
+    found: tuple[int, str, re.Match[str]] | None = None
+    for form, pattern in _FORMS:
+        for match in pattern.finditer(message):
+            # The wordings never overlap; the last one in a traceback is the crash.
+            if found is None or match.start() > found[0]:
+                found = (match.start(), form, match)
+    if found is None:
+        raise TrackerError(
+            "cannot read an attribute error from the message; expected "
+            "\"'Class' object has no attribute 'member'\" (or the type object / module forms)")
+    _, form, match = found
+    line_start = message.rfind("\n", 0, match.start()) + 1
+    line_end = message.find("\n", match.end())
+    text = message[line_start: line_end if line_end >= 0 else len(message)].strip()
+    return ParsedError(form, match.group(1), match.group(2), text)
+
+
+def module_path(module: str) -> str:
+    """`sglang.srt.models.kimi_k25` -> `python/sglang/srt/models/kimi_k25.py`."""
+    return "python/" + module.replace(".", "/") + ".py"
+
+
+def triage_document(error: ParsedError, interface: Interface, compat: Compat,
+                    algorithms: tuple[str, ...], source: str,
+                    later: Iterable[tuple[str, Compat]] = (),
+                    patch_for: Callable[[ModelCheck], dict[str, Any] | None] | None = None
+                    ) -> dict[str, Any]:
+    """Everything the tracker knows about `error` at `interface.version`.
+
+    `later` yields (version, compat) of the releases after it, oldest first, lazily: it is
+    read only as far as needed to find the release that fixes each broken algorithm.
+    """
+    version = interface.version
+    entries = {e.name: e for e in compat.entries}
+    models = _models(error, compat)
+    model = entries.get(models[0]) if len(models) == 1 else None
+    role = model.kind if model is not None and model.kind in ("target", "draft") else None
+    member = error.member
+
+    reqs = [r for r in interface.requirements
+            if r.member == member and r.algorithm in algorithms]
+    for_role = [r for r in reqs if role is None or r.role == role]
+    other_roles = [r for r in reqs if role is not None and r.role != role]
+    fields = [f for f in interface.output_fields + interface.config_keys
+              if f.name == member and f.algorithm in algorithms]
+
+    checks: list[dict[str, Any]] = []
+    pending: dict[str, ModelCheck] = {}
+    for name in models:
+        for c in compat.checks:
+            if c.model != name or c.algorithm not in algorithms:
+                continue
+            if c.status == "broken" and member in c.missing:
+                pending[c.algorithm] = c
+            checks.append(_check(c, member))
+    fixed_in = _first_fix(pending, later) if pending else {}
+    for shown in checks:
+        shown["fixed_in"] = fixed_in.get(shown["algorithm"], "")
+
+    patch = None
+    chosen = _patch_check(pending, member)
+    if chosen is not None and patch_for is not None:
+        patch = patch_for(chosen)
+    command = ""
+    if chosen is not None:
+        command = f"tracker fix {chosen.model} --at {version}"
+        if chosen.algorithm != "EAGLE3":
+            command += f" --algorithm {chosen.algorithm}"
+
+    suggestions: list[str] = []
+    if not models and error.form != "module":
+        suggestions = difflib.get_close_matches(error.class_name, sorted(entries), n=3)
+    return {
+        "schema": SCHEMA,
+        "error": {"form": error.form, "owner": error.owner, "member": member,
+                  "text": error.text},
+        "version": version,
+        "source": source,
+        "algorithms": list(algorithms),
+        "models": [{"name": n, "kind": entries[n].kind, "path": entries[n].path,
+                    "line": entries[n].line} for n in models],
+        "did_you_mean": suggestions,
+        "role": role,
+        "requirements": [requirement_doc(r) for r in for_role],
+        "other_roles": [requirement_doc(r) for r in other_roles],
+        "fields": [field_doc(f) for f in fields],
+        "workers": {a: list(interface.workers.get(a, ())) for a in algorithms},
+        "checks": checks,
+        "fix_command": command,
+        "patch": patch,
+        "verdict": _verdict(error, models, role, for_role, other_roles, fields, checks,
+                            version),
+    }
+
+
+def _models(error: ParsedError, compat: Compat) -> list[str]:
+    """The entry classes the error is about: the named class, or every class a named
+    models module registers."""
+    if error.form == "module":
+        path = module_path(error.owner)
+        return sorted(e.name for e in compat.entries if e.path == path)
+    name = error.class_name
+    return [name] if any(e.name == name for e in compat.entries) else []
+
+
+def _check(c: ModelCheck, member: str) -> dict[str, Any]:
+    return {"model": c.model, "algorithm": c.algorithm, "role": c.role, "status": c.status,
+            "missing": list(c.missing), "unknown": list(c.unknown),
+            "member_missing": member in c.missing,
+            "delegations": [{"member": d.member, "attribute": d.attribute,
+                             "inner_class": d.inner_class} for d in c.delegations]}
+
+
+def _first_fix(pending: dict[str, ModelCheck], later: Iterable[tuple[str, Compat]]
+               ) -> dict[str, str]:
+    found: dict[str, str] = {}
+    for version, compat in later:
+        for algorithm, c in pending.items():
+            if algorithm in found:
+                continue
+            now = compat.check_for(c.model, algorithm)
+            if now is not None and now.status == "ok":
+                found[algorithm] = version
+        if len(found) == len(pending):
+            break
+    return found
+
+
+def _patch_check(pending: dict[str, ModelCheck], member: str) -> ModelCheck | None:
+    """The broken check whose patch fixes the most: it must delegate `member`; EAGLE3
+    first on a tie, as the seed's case."""
+    usable = [c for c in pending.values() if any(d.member == member for d in c.delegations)]
+    if not usable:
+        return None
+    return max(usable, key=lambda c: (len({d.member for d in c.delegations}),
+                                      c.algorithm == "EAGLE3", c.algorithm))
+
+
+def _verdict(error: ParsedError, models: list[str], role: str | None, reqs: list[Any],
+             other_roles: list[Any], fields: list[Any], checks: list[dict[str, Any]],
+             version: str) -> str:
+    member = error.member
+    broken = sorted({c["algorithm"] for c in checks if c["member_missing"]})
+    if broken:
+        return (f"{', '.join(models)} lacks {member}, which {', '.join(broken)} "
+                f"require{'s' if len(broken) == 1 else ''} of the {role or 'target'} model "
+                f"at {version}")
+    if reqs:
+        algs = sorted({r.algorithm for r in reqs})
+        who = ", ".join(models) if models else f"'{error.owner}'"
+        if models:
+            return (f"{who} provides {member} at {version} as the tracker reads it; "
+                    f"{', '.join(algs)} require{'s' if len(algs) == 1 else ''} it — the "
+                    "crash may come from a patched tree or another version")
+        return (f"{', '.join(algs)} require{'s' if len(algs) == 1 else ''} {member} of the "
+                f"{reqs[0].role} model at {version}; {who} is not an entry class "
+                "registered there")
+    if other_roles:
+        roles = sorted({r.role for r in other_roles})
+        return (f"{member} is required of the {', '.join(roles)} model, not of a {role} "
+                f"model, at {version}")
+    if fields:
+        return (f"{member} is read from {fields[0].owner} by "
+                f"{', '.join(sorted({f.algorithm for f in fields}))} at {version}: the "
+                "forward output (or configuration) lacks it")
+    return (f"no speculative algorithm at {version} requires {member} of a model; the "
+            "error does not come from the interface the tracker knows")
