@@ -15,8 +15,11 @@ from typing import IO
 
 
 @contextlib.contextmanager
-def atomic_writer(path: Path, mode: str = "wb") -> Iterator[IO[bytes]]:
-    """Yield a file object; on success its content replaces `path` in one rename."""
+def atomic_writer(path: Path, mode: str = "wb", *, durable: bool = True) -> Iterator[IO[bytes]]:
+    """Yield a file object; on success its content replaces `path` in one rename.
+
+    `durable` also syncs the data to disk before the rename (a power cut cannot leave an
+    empty file under the final name); a cache whose entries are checksummed can skip it."""
     path.parent.mkdir(parents=True, exist_ok=True)
     fd, tmp_name = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".tmp", dir=path.parent)
     tmp = Path(tmp_name)
@@ -26,7 +29,8 @@ def atomic_writer(path: Path, mode: str = "wb") -> Iterator[IO[bytes]]:
         with os.fdopen(fd, mode) as handle:
             yield handle
             handle.flush()
-            os.fsync(handle.fileno())
+            if durable:
+                os.fsync(handle.fileno())
         tmp.replace(path)
     except BaseException:
         tmp.unlink(missing_ok=True)
@@ -39,8 +43,8 @@ def _umask() -> int:
     return current
 
 
-def write_bytes_atomic(path: Path, data: bytes) -> None:
-    with atomic_writer(path) as handle:
+def write_bytes_atomic(path: Path, data: bytes, *, durable: bool = True) -> None:
+    with atomic_writer(path, durable=durable) as handle:
         handle.write(data)
 
 

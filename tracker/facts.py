@@ -172,6 +172,8 @@ class ModuleFacts(NamedTuple):
     assigns: tuple[Assign, ...] = ()
     returns: tuple[Return, ...] = ()
     error_lines: tuple[int, ...] = ()  # lines of ERROR/MISSING nodes
+    # Read with the definition queries only (no calls, reads or conditions): model files.
+    definitions_only: bool = False
 
     @property
     def module_name(self) -> str:

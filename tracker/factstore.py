@@ -35,8 +35,9 @@ def facts_dir(root: Path | None = None) -> Path:
     return (root or cache_root()) / "facts" / f"{query_set_hash()}-f{FACTS_FORMAT}"
 
 
-def _entry_path(base: Path, content_id: str) -> Path:
-    return base / content_id[:2] / f"{content_id}.pkl"
+def _entry_path(base: Path, content_id: str, full: bool = True) -> Path:
+    suffix = "pkl" if full else "defs.pkl"
+    return base / content_id[:2] / f"{content_id}.{suffix}"
 
 
 def _encode(facts: ModuleFacts) -> bytes:
@@ -57,9 +58,9 @@ def _decode(blob: bytes) -> ModuleFacts | None:
     return facts if isinstance(facts, ModuleFacts) else None
 
 
-def read_cached(base: Path, content_id: str) -> ModuleFacts | None:
+def read_cached(base: Path, content_id: str, full: bool = True) -> ModuleFacts | None:
     try:
-        blob = _entry_path(base, content_id).read_bytes()
+        blob = _entry_path(base, content_id, full).read_bytes()
     except OSError:
         return None
     facts = _decode(blob)
@@ -68,17 +69,20 @@ def read_cached(base: Path, content_id: str) -> ModuleFacts | None:
     return facts
 
 
-def _parse_and_store(base: Path, path: str, content_id: str, data: bytes) -> ModuleFacts:
-    facts = extract_facts(path, content_id, data)
+def _parse_and_store(
+    base: Path, path: str, content_id: str, data: bytes, full: bool = True
+) -> ModuleFacts:
+    facts = extract_facts(path, content_id, data, full=full)
     try:
-        write_bytes_atomic(_entry_path(base, content_id), _encode(facts))
+        # No fsync: entries are checksummed, a torn one is detected and rebuilt.
+        write_bytes_atomic(_entry_path(base, content_id, full), _encode(facts), durable=False)
     except OSError as exc:  # a full or read-only disk costs speed, not correctness
         log.warning("could not write facts cache entry %s: %s", content_id, exc)
     return facts
 
 
-def _parse_batch(base: str, items: list[tuple[str, str, bytes]]) -> list[ModuleFacts]:
-    return [_parse_and_store(Path(base), p, c, d) for p, c, d in items]
+def _parse_batch(base: str, items: list[tuple[str, str, bytes, bool]]) -> list[ModuleFacts]:
+    return [_parse_and_store(Path(base), p, c, d, full) for p, c, d, full in items]
 
 
 def default_jobs() -> int:
@@ -94,17 +98,20 @@ def load_facts(
     *,
     progress: Progress | None = None,
     jobs: int | None = None,
+    definitions_only: frozenset[str] = frozenset(),
 ) -> dict[str, ModuleFacts]:
-    """Facts for `paths` of `tree`, from the cache where possible."""
+    """Facts for `paths` of `tree`, from the cache where possible; the paths also in
+    `definitions_only` are read with the definition queries alone."""
     base = facts_dir()
     files: Mapping[str, str] = tree.files
     result: dict[str, ModuleFacts] = {}
-    missing: list[tuple[str, str]] = []
+    missing: list[tuple[str, str, bool]] = []
     for path in sorted(set(paths)):
         cid = files[path]
-        cached = read_cached(base, cid)
+        full = path not in definitions_only
+        cached = read_cached(base, cid, full)
         if cached is None:
-            missing.append((path, cid))
+            missing.append((path, cid, full))
         else:
             result[path] = cached if cached.path == path else cached._replace(path=path)
     total = len(missing)
@@ -114,15 +121,15 @@ def load_facts(
         return result
     workers = min(jobs or default_jobs(), max(1, total // 16))
     if workers <= 1 or total < _PARALLEL_THRESHOLD:
-        for done, (path, cid) in enumerate(missing, 1):
-            result[path] = _parse_and_store(base, path, cid, tree.read(path))
+        for done, (path, cid, full) in enumerate(missing, 1):
+            result[path] = _parse_and_store(base, path, cid, tree.read(path), full)
             if progress is not None:
                 progress(done, total)
         return result
     # Interleave big and small files so batches take similar time.
-    batches: list[list[tuple[str, str, bytes]]] = [[] for _ in range(workers * 4)]
-    for i, (path, cid) in enumerate(missing):
-        batches[i % len(batches)].append((path, cid, tree.read(path)))
+    batches: list[list[tuple[str, str, bytes, bool]]] = [[] for _ in range(workers * 4)]
+    for i, (path, cid, full) in enumerate(missing):
+        batches[i % len(batches)].append((path, cid, tree.read(path), full))
     done = 0
     with ProcessPoolExecutor(max_workers=workers) as pool:
         for batch_facts in pool.map(_parse_batch, [str(base)] * len(batches), batches):

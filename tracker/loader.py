@@ -4,6 +4,12 @@ Reading all of `srt/` (2,000+ files in late releases) would be wasted work: the 
 lives in the speculative package, the model executor and the scheduler, the wrappers in
 `models/`. Other modules are pulled in only when a class there is a base of a loaded
 class (a model deriving from a shared mixin, say).
+
+Model files (and those base-class modules) are read for their definitions only: provision
+needs classes, methods, assignments and imports, not every call and attribute read of a
+model's forward pass, which is most of the extraction work. The cost: a helper in such a
+module that a worker calls is not followed into (role rules apply to the speculative and
+executor packages anyway).
 """
 
 from __future__ import annotations
@@ -16,6 +22,13 @@ from tracker.sources.base import SRT_PREFIX, VersionTree
 
 SEED_DIRS = ("speculative/", "model_executor/", "models/")
 SEED_FILES = ("managers/scheduler.py", "managers/tp_worker.py", "server_args.py")
+# Read in full; every other file the analysis loads is read for its definitions only.
+FULL_DIRS = ("speculative/", "model_executor/", "managers/")
+
+
+def reads_in_full(path: str) -> bool:
+    rel = path.removeprefix(SRT_PREFIX)
+    return rel.startswith(FULL_DIRS) or rel in SEED_FILES
 
 
 def seed_paths(tree: VersionTree) -> list[str]:
@@ -43,7 +56,8 @@ def load_index(
     on_phase: Callable[[str], None] | None = None,
 ) -> VersionIndex:
     paths = seed_paths(tree)
-    facts = load_facts(tree, paths, progress=progress)
+    facts = load_facts(tree, paths, progress=progress,
+                       definitions_only=frozenset(p for p in paths if not reads_in_full(p)))
     index = VersionIndex(facts)
     pending = list(index.classes)
     for _ in range(4):
@@ -63,7 +77,8 @@ def load_index(
         if on_phase is not None:
             on_phase(f"reading {len(wanted)} more modules for base classes")
         before = set(index.classes)
-        more = load_facts(tree, sorted(wanted))
+        more = load_facts(tree, sorted(wanted), definitions_only=frozenset(
+            p for p in wanted if not reads_in_full(p)))
         facts.update(more)
         index.add_modules(more)
         pending = [c for c in index.classes if c not in before]

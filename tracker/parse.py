@@ -34,6 +34,7 @@ from tracker.facts import (
 )
 from tracker.resources import queries_dir
 
+# Every query file; a full pass runs FULL_QUERIES, a definitions-only pass the others.
 QUERY_NAMES = (
     "definitions",
     "call_sites",
@@ -42,7 +43,13 @@ QUERY_NAMES = (
     "imports",
     "returns",
     "branches",
+    "definition_assignments",
 )
+FULL_QUERIES = QUERY_NAMES[:7]
+# The queries for a "definitions only" pass: what a class's provision and the index need
+# (classes, methods, assignments, imports, returns), without the calls, reads and
+# conditions that only code a worker runs can use. Model files are read this way.
+DEFINITION_QUERIES = ("definitions", "definition_assignments", "imports", "returns")
 
 _DOTTED = re.compile(r"[A-Za-z_][\w.]*")
 _MAX_TEXT = 160  # source excerpts kept in facts (argument and condition text) are shortened
@@ -74,15 +81,15 @@ def compiled_query(name: str) -> Query:
 
 
 @cache
-def _combined_query() -> tuple[Query, tuple[str, ...]]:
-    """All queries as one: a single pass over the tree instead of one per file.
+def _combined_query(names: tuple[str, ...] = FULL_QUERIES) -> tuple[Query, tuple[str, ...]]:
+    """The queries as one: a single pass over the tree instead of one per file.
 
     Returns the query and, per pattern index, the name of the file it came from.
     """
     owners: list[str] = []
-    for name in QUERY_NAMES:
+    for name in names:
         owners.extend([name] * compiled_query(name).pattern_count)
-    text = "\n".join(query_text(name) for name in QUERY_NAMES)
+    text = "\n".join(query_text(name) for name in names)
     return Query(_LANGUAGE, text), tuple(owners)
 
 
@@ -420,18 +427,18 @@ class _Builder:
         self.sites.append((node.start_byte, slot, store, 0 if definition else 2))
         return slot
 
-    def all_matches(self) -> dict[str, list[dict[str, list[Node]]]]:
-        query, owners = _combined_query()
+    def all_matches(self, names: tuple[str, ...]) -> dict[str, list[dict[str, list[Node]]]]:
+        query, owners = _combined_query(names)
         grouped: dict[str, list[dict[str, list[Node]]]] = {name: [] for name in QUERY_NAMES}
         for pattern, caps in QueryCursor(query).matches(self.root):
             grouped[owners[pattern]].append(caps)
         return grouped
 
 
-def extract_facts(path: str, content_id: str, source: bytes) -> ModuleFacts:
+def extract_facts(path: str, content_id: str, source: bytes, *, full: bool = True) -> ModuleFacts:
     """Every fact of one file. Never raises on bad Python: ERROR nodes are recorded."""
     b = _Builder(source)
-    found = b.all_matches()
+    found = b.all_matches(FULL_QUERIES if full else DEFINITION_QUERIES)
 
     # Scopes and definitions.
     decorators: dict[int, list[str]] = {}
@@ -553,7 +560,7 @@ def extract_facts(path: str, content_id: str, source: bytes) -> ModuleFacts:
     # Assignments (their attribute targets are writes, not reads).
     store_spans: set[tuple[int, int]] = set()
     assign_rows: list[tuple[int, Node, Node, Node]] = []
-    for caps in found["assignments"]:
+    for caps in found["assignments"] + found["definition_assignments"]:
         site = caps["assign.site"][0]
         target = caps["assign.target"][0]
         value = caps["assign.value"][0]
@@ -734,6 +741,7 @@ def extract_facts(path: str, content_id: str, source: bytes) -> ModuleFacts:
         assigns=tuple(assigns),
         returns=returns,
         error_lines=_error_lines(b.root),
+        definitions_only=not full,
     )
 
 

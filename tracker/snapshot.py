@@ -98,10 +98,42 @@ def to_json(snap: Snapshot) -> str:
         "requirements": [_requirement(r) for r in itf.requirements],
         "output_fields": [_field(f) for f in itf.output_fields],
         "config_keys": [_field(f) for f in itf.config_keys],
-        "entry_classes": [asdict(e) for e in compat.entries],
-        "checks": [_check(c) for c in compat.checks],
+        "entry_classes": _entry_classes(compat),
+        # How each member is provided does not depend on the algorithm: it is stored once
+        # per class (above); a check keeps only its verdict.
+        "checks": _checks(compat),
     }
     return json.dumps(doc, indent=1, sort_keys=True, ensure_ascii=False) + "\n"
+
+
+def _checks(compat: Compat) -> list[dict[str, Any]]:
+    """One row per (model, role): the verdict per algorithm."""
+    rows: dict[tuple[str, str], dict[str, str]] = {}
+    for c in compat.checks:
+        rows.setdefault((c.model, c.role), {})[c.algorithm] = c.status
+    return [{"model": m, "role": r, "status": st} for (m, r), st in rows.items()]
+
+
+def _entry_classes(compat: Compat) -> list[dict[str, Any]]:
+    provisions: dict[str, dict[str, Provision]] = {}
+    delegations: dict[str, dict[tuple[str, str, str], Delegation]] = {}
+    for c in compat.checks:
+        provisions.setdefault(c.model, {}).update({p.member: p for p in c.provisions})
+        for d in c.delegations:
+            delegations.setdefault(c.model, {})[(d.member, d.attribute, d.inner_key)] = d
+    out = []
+    for e in compat.entries:
+        doc = asdict(e)
+        doc["provisions"] = {
+            member: {k: v for k, v in asdict(p).items() if k != "member" and v not in ("", 0)}
+            for member, p in sorted(provisions.get(e.name, {}).items())
+        }
+        doc["delegations"] = [
+            {k: v for k, v in asdict(d).items()}
+            for _, d in sorted(delegations.get(e.name, {}).items())
+        ]
+        out.append(doc)
+    return out
 
 
 def _site(s: Site) -> dict[str, Any]:
@@ -122,33 +154,13 @@ def _requirement(r: Requirement) -> dict[str, Any]:
 
 
 def _field(f: FieldUse) -> dict[str, Any]:
+    # A field read needs no call path to be understood; leaving it out halves the file.
     return {
         "algorithm": f.algorithm,
         "owner": f.owner,
         "name": f.name,
-        "sites": [_site(s) for s in f.sites],
+        "sites": [{k: v for k, v in _site(s).items() if k != "call_path"} for s in f.sites],
     }
-
-
-def _check(c: ModelCheck) -> dict[str, Any]:
-    out: dict[str, Any] = {
-        "model": c.model,
-        "path": c.path,
-        "kind": c.kind,
-        "algorithm": c.algorithm,
-        "role": c.role,
-        "status": c.status,
-    }
-    if c.missing:
-        out["missing"] = list(c.missing)
-    if c.unknown:
-        out["unknown"] = list(c.unknown)
-    out["provisions"] = [
-        {k: v for k, v in asdict(p).items() if v not in ("", 0)} for p in c.provisions
-    ]
-    if c.delegations:
-        out["delegations"] = [asdict(d) for d in c.delegations]
-    return out
 
 
 def from_json(text: str) -> Snapshot:
@@ -185,28 +197,7 @@ def from_json(text: str) -> Snapshot:
         ],
         warnings=list(doc["warnings"]),
     )
-    compat = Compat(
-        version,
-        entries=[EntryClass(**e) for e in doc["entry_classes"]],
-        checks=[
-            ModelCheck(
-                c["model"],
-                c["path"],
-                c["kind"],
-                c["algorithm"],
-                c["role"],
-                c["status"],
-                tuple(c.get("missing", ())),
-                tuple(c.get("unknown", ())),
-                tuple(
-                    Provision(p["member"], p["how"], p.get("where", ""), p.get("line", 0))
-                    for p in c["provisions"]
-                ),
-                tuple(Delegation(**d) for d in c.get("delegations", ())),
-            )
-            for c in doc["checks"]
-        ],
-    )
+    compat = _load_compat(version, doc, itf)
     return Snapshot(
         version=version,
         source=SourceIdentity(**doc["source"]),
@@ -215,6 +206,45 @@ def from_json(text: str) -> Snapshot:
         interface=itf,
         compat=compat,
     )
+
+
+def _load_compat(version: str, doc: dict[str, Any], itf: Interface) -> Compat:
+    """Rebuild each check from its verdict and its class's provisions: a check covers the
+    members its algorithm requires of its role, in name order (as build_compat does)."""
+    required: dict[tuple[str, str], list[str]] = {}
+    for r in itf.requirements:
+        if r.status == "required":
+            required.setdefault((r.algorithm, r.role), []).append(r.member)
+    entries = []
+    provisions: dict[str, dict[str, Provision]] = {}
+    delegations: dict[str, list[Delegation]] = {}
+    for e in doc["entry_classes"]:
+        entries.append(EntryClass(e["name"], e["key"], e["path"], e["line"], e["kind"]))
+        provisions[e["name"]] = {
+            member: Provision(member, p["how"], p.get("where", ""), p.get("line", 0))
+            for member, p in e["provisions"].items()
+        }
+        delegations[e["name"]] = [Delegation(**d) for d in e["delegations"]]
+    paths = {e.name: (e.path, e.kind) for e in entries}
+    checks = []
+    verdicts = [(row["model"], row["role"], algorithm, status)
+                for row in doc["checks"] for algorithm, status in row["status"].items()]
+    order = {a: i for i, a in enumerate(itf.algorithms)}
+    names = [e.name for e in entries]
+    # The order build_compat produces: entry classes by name, algorithms in enum order.
+    verdicts.sort(key=lambda v: (names.index(v[0]), order.get(v[2], len(order))))
+    for model, role, algorithm, status in verdicts:
+        members = sorted(set(required.get((algorithm, role), [])))
+        provs = tuple(provisions[model].get(m, Provision(m, "unknown", "not recorded"))
+                      for m in members)
+        missing = tuple(p.member for p in provs if p.how == "missing")
+        path, kind = paths[model]
+        checks.append(ModelCheck(
+            model, path, kind, algorithm, role, status, missing,
+            tuple(p.member for p in provs if p.how == "unknown"), provs,
+            tuple(d for m in missing for d in delegations[model] if d.member == m),
+        ))
+    return Compat(version, entries=entries, checks=checks)
 
 
 def _load_site(s: dict[str, Any]) -> Site:
