@@ -129,8 +129,7 @@ def _entry_classes(compat: Compat) -> list[dict[str, Any]]:
             for member, p in sorted(provisions.get(e.name, {}).items())
         }
         doc["delegations"] = [
-            {k: v for k, v in asdict(d).items()}
-            for _, d in sorted(delegations.get(e.name, {}).items())
+            asdict(d) for _, d in sorted(delegations.get(e.name, {}).items())
         ]
         out.append(doc)
     return out
