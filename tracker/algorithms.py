@@ -294,7 +294,7 @@ def _predicates(
 def _discover_flags(index: VersionIndex, algos: Algorithms) -> None:
     """A flag set to something other than False/None only under conditions that narrow
     the algorithms (or the runner role) implies them: `eagle_use_aux_hidden_state`."""
-    found: dict[str, dict[str, set[Pair]]] = {}
+    found: dict[str, dict[tuple[str, str], set[Pair]]] = {}
     spoiled: set[str] = set()
     for facts in index.iter_modules():
         for a in facts.assigns:
@@ -316,18 +316,24 @@ def _discover_flags(index: VersionIndex, algos: Algorithms) -> None:
             if allowed == algos.universe:
                 spoiled.add(name)
                 continue
-            # `self.flag` belongs to the class; `config.flag` to the function setting it.
             scope = a.context.scope
-            owner = (
-                f"{facts.module_name}:{scope.rpartition('.')[0] if receiver == 'self' else scope}"
-            )
-            found.setdefault(name, {}).setdefault(owner, set()).update(allowed)
-    for name, per_class in found.items():
-        if name not in spoiled and name not in algos.role_flags:
-            # Each class's assignments bound where its flag can be on; a flag of the same
-            # name read elsewhere (`model_runner.eagle_use_aux_hidden_state`) is on only
-            # where every bound allows it.
-            algos.flags[name] = frozenset.intersection(*(frozenset(p) for p in per_class.values()))
+            # `self.flag` belongs to its class; `config.flag` to the function setting it.
+            kind = "class" if receiver == "self" else "function"
+            owner = f"{facts.module_name}:{scope.rpartition('.')[0] if kind == 'class' else scope}"
+            found.setdefault(name, {}).setdefault((kind, owner), set()).update(allowed)
+    for name, owners in found.items():
+        if name in spoiled or name in algos.role_flags:
+            continue
+        # Functions that fill a config object set one flag between them: their union.
+        # Classes each hold their own flag of that name; one read elsewhere
+        # (`model_runner.eagle_use_aux_hidden_state`) is on only where every class's
+        # assignments allow it: their intersection (with the functions' union).
+        by_classes = [frozenset(p) for (kind, _), p in owners.items() if kind == "class"]
+        by_functions = [p for (kind, _), p in owners.items() if kind == "function"]
+        bounds = list(by_classes)
+        if by_functions:
+            bounds.append(frozenset().union(*by_functions))
+        algos.flags[name] = frozenset.intersection(*bounds)
 
 
 def _discover_workers(index: VersionIndex, rules: RoleRules, algos: Algorithms) -> None:

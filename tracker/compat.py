@@ -93,7 +93,8 @@ EMPTY_BASES = frozenset(
 @dataclass(frozen=True)
 class Provision:
     member: str
-    how: str  # "defined" | "inherited" | "attribute" | "torch" | "unknown" | "missing"
+    # "defined" | "inherited" | "attribute" | "torch" | "alternative" | "unknown" | "missing"
+    how: str
     where: str = ""  # providing class name, or why it is unknown
     line: int = 0
 
@@ -194,6 +195,24 @@ def provision(index: VersionIndex, cls: str, member: str) -> Provision:
     return Provision(member, "missing")
 
 
+def provision_or_alternative(
+    index: VersionIndex, cls: str, member: str, alternatives: tuple[str, ...]
+) -> Provision:
+    """The member's provision; when it is missing, a provided alternative stands in."""
+    found = provision(index, cls, member)
+    if found.how != "missing":
+        return found
+    for alt in alternatives:
+        other = provision(index, cls, alt)
+        if other.how in PROVIDED:
+            return Provision(member, "alternative", f"{alt} ({other.how} in {other.where})",
+                             other.line)
+    return found
+
+
+PROVIDED = frozenset({"defined", "inherited", "attribute", "torch", "alternative"})
+
+
 def delegations(index: VersionIndex, cls: str, member: str) -> list[Delegation]:
     """Inner models held in `self.<attr>` whose class provides `member`."""
     found: list[Delegation] = []
@@ -219,9 +238,11 @@ def build_compat(
     rules = rules or load_rules()
     compat = Compat(interface.version, entries=entry_classes(index, rules))
     required: dict[tuple[str, str], list[str]] = {}
+    alternatives: dict[tuple[str, str, str], tuple[str, ...]] = {}
     for req in interface.requirements:
         if req.status == "required":
             required.setdefault((req.algorithm, req.role), []).append(req.member)
+            alternatives[(req.algorithm, req.role, req.member)] = req.alternatives
     for entry in compat.entries:
         role = entry.kind if entry.kind in ("target", "draft") else None
         if role is None:
@@ -249,7 +270,11 @@ def build_compat(
                     )
                 )
                 continue
-            provs = tuple(provision(index, entry.key, m) for m in members)
+            provs = tuple(
+                provision_or_alternative(index, entry.key, m,
+                                         alternatives.get((algorithm, role, m), ()))
+                for m in members
+            )
             missing = tuple(p.member for p in provs if p.how == "missing")
             unknown = tuple(p.member for p in provs if p.how == "unknown")
             delegs: list[Delegation] = []

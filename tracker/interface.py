@@ -46,6 +46,8 @@ class Requirement:
     kind: str  # "call" | "attribute"
     status: str  # strongest over the sites
     sites: tuple[Site, ...]
+    # Members that stand in for this one: `if not hasattr(model, "alt"): model.member()`.
+    alternatives: tuple[str, ...] = ()
 
     @property
     def arities(self) -> tuple[str, ...]:
@@ -336,7 +338,133 @@ def _arity(call: Call) -> str:
     return f"{call.positional}+{kw}kw" if kw else str(call.positional)
 
 
-def build_interface(version: str, index: VersionIndex, rules: RoleRules | None = None) -> Interface:
+class _Collector:
+    """Gathers the sites of one version into requirements and field uses."""
+
+    def __init__(self, an: _Analysis) -> None:
+        self.an = an
+        # (algorithm, role, member, kind) -> sites, and the members that can stand in
+        self.found: dict[tuple[str, str, str, str], list[Site]] = defaultdict(list)
+        self.alternatives: dict[tuple[str, str, str, str], set[str]] = defaultdict(set)
+        self.outputs: dict[tuple[str, str, str], list[Site]] = defaultdict(list)
+        self.configs: dict[tuple[str, str, str], list[Site]] = defaultdict(list)
+
+    def member(self, module: str, path: str, line: int, context: Context,
+               target: ReceiverRule | _Binding, receiver: str, member: str, kind: str,
+               guard: str, arity: str) -> None:
+        """One use of `member` on a model whose receiver (aliases expanded) is `receiver`."""
+        an = self.an
+        scope = context.scope
+        alternatives, plain = _unless_provided(an, module, scope, line, context.branches,
+                                               receiver)
+        pairs, _ = an.context_pairs(module, scope, target.role, target.scope, context.branches)
+        # `if not hasattr(model, "alt"): model.member()` needs member unless alt is there:
+        # decided as far as the algorithms go, with alt as an alternative.
+        _, decided = an.algos.admitted(plain)
+        status = _status(decided, guard)
+        for algorithm, role in sorted(pairs):
+            if algorithm == "NONE":
+                continue
+            slot = (algorithm, role, member, kind)
+            self.found[slot].append(_site(an, algorithm, module, path, scope, line,
+                                          context.branches, status, guard, arity))
+            self.alternatives[slot] |= alternatives
+
+    def field(self, module: str, path: str, line: int, context: Context, owner: str,
+              name: str, bucket: dict[tuple[str, str, str], list[Site]]) -> None:
+        an = self.an
+        scope = context.scope
+        if not scope:
+            return
+        pairs, decided = an.context_pairs(module, scope, "target", "worker", context.branches)
+        if not pairs:
+            pairs, decided = an.context_pairs(module, scope, "runner", "runner",
+                                              context.branches)
+        for algorithm in sorted({a for a, _ in pairs} - {"NONE"}):
+            bucket[(algorithm, owner, name)].append(_site(
+                an, algorithm, module, path, scope, line, context.branches,
+                _status(decided, ""), "", ""))
+
+    def call(self, module: str, path: str, call: Call) -> None:
+        an = self.an
+        scope = call.context.scope
+        if not scope:
+            return
+        if call.receiver is None and call.name in ("hasattr", "getattr") and len(call.args) >= 2:
+            obj, name = call.args[0], call.args[1]
+            if not (name[:1] in "'\"" and name[-1:] == name[:1]):
+                return
+            probed = an.role_of(module, scope, call.line, obj, name[1:-1])
+            if probed is None:
+                return
+            if call.name == "hasattr":
+                guard = "hasattr-raises" if call.asserted else "hasattr"
+            else:
+                guard = "getattr-default" if len(call.args) >= 3 or call.keywords else ""
+            self.member(module, path, call.line, call.context, probed[0],
+                        an.expand(module, scope, call.line, obj), probed[1], "attribute",
+                        guard, "")
+            return
+        if call.receiver is None:
+            return
+        found = an.role_of(module, scope, call.line, call.receiver, call.name)
+        if found is not None:
+            target, member, how = found
+            receiver = an.expand(module, scope, call.line, call.receiver)
+            guard = _guard_of(receiver, call.name, call.context, an, module, call.line)
+            kind = "call" if how == "direct" else "attribute"
+            self.member(module, path, call.line, call.context, target, receiver, member, kind,
+                        guard, _arity(call) if kind == "call" else "")
+        rules = an.rules
+        if call.name == "get" and call.args and any(
+                p.fullmatch(call.receiver) for p in rules.config_receivers):
+            self.field(module, path, call.line, call.context,
+                       call.receiver.rpartition(".")[2], call.args[0].strip("'\""),
+                       self.configs)
+
+    def read(self, module: str, path: str, read: Read) -> None:
+        an = self.an
+        scope = read.context.scope
+        if scope and read.kind == "attr":
+            found = an.role_of(module, scope, read.line, read.receiver, read.name)
+            if found is not None:
+                target, member, _how = found
+                receiver = an.expand(module, scope, read.line, read.receiver)
+                guard = _guard_of(receiver, read.name, read.context, an, module, read.line)
+                self.member(module, path, read.line, read.context, target, receiver, member,
+                            "attribute", guard, "")
+        rules = an.rules
+        patterns = rules.config_receivers if read.kind == "key" else rules.output_receivers
+        if any(p.fullmatch(read.receiver) for p in patterns):
+            self.field(module, path, read.line, read.context, read.receiver.rpartition(".")[2],
+                       read.name, self.configs if read.kind == "key" else self.outputs)
+
+
+def _unless_provided(an: _Analysis, module: str, scope: str, line: int,
+                     branches: tuple[Branch, ...], receiver: str
+                     ) -> tuple[set[str], tuple[Branch, ...]]:
+    """Members whose absence alone lets the site run (`not (x and hasattr(model, "alt"))`),
+    and the other branches."""
+    alternatives: set[str] = set()
+    plain: list[Branch] = []
+    for br in branches:
+        found = None
+        if not br.holds:
+            conjuncts = br.test.args if br.test.op == "and" else (br.test,)
+            for c in conjuncts:
+                if c.op == "call" and c.text == "hasattr" and len(c.args) >= 2 \
+                        and c.args[1].op == "str" \
+                        and an.expand(module, scope, line, c.args[0].render()) == receiver:
+                    found = c.args[1].text
+        if found is None:
+            plain.append(br)
+        else:
+            alternatives.add(found)
+    return alternatives, tuple(plain)
+
+
+def build_interface(version: str, index: VersionIndex, rules: RoleRules | None = None
+                    ) -> Interface:
     rules = rules or load_rules()
     an = _Analysis(version, index, rules)
     algos = an.algos
@@ -349,71 +477,26 @@ def build_interface(version: str, index: VersionIndex, rules: RoleRules | None =
         },
         warnings=list(algos.warnings),
     )
-    # (algorithm, role, member, kind) -> sites
-    found: dict[tuple[str, str, str, str], list[Site]] = defaultdict(list)
-    outputs: dict[tuple[str, str, str], list[Site]] = defaultdict(list)
-    configs: dict[tuple[str, str, str], list[Site]] = defaultdict(list)
-    rules_hit: set[str] = set()
-
-    def add(pairs: set[Pair], member: str, kind: str, site_for: object) -> None:
-        for algorithm, role in sorted(pairs):
-            if algorithm == "NONE":
-                continue
-            site = site_for(algorithm)  # type: ignore[operator]
-            found[(algorithm, role, member, kind)].append(site)
-
+    collect = _Collector(an)
     for module in an.modules:
         facts = index.modules[module]
-        path = facts.path
         for call in facts.calls:
-            scope = call.context.scope
-            _collect_call(an, module, path, call, add, rules_hit)
-            receiver = call.receiver
-            if (
-                receiver is not None
-                and call.name == "get"
-                and call.args
-                and any(p.fullmatch(receiver) for p in rules.config_receivers)
-            ):
-                key_name = call.args[0].strip("'\"")
-                _collect_field(
-                    an,
-                    module,
-                    path,
-                    scope,
-                    call.line,
-                    call.context.branches,
-                    receiver.rpartition(".")[2],
-                    key_name,
-                    configs,
-                )
+            collect.call(module, facts.path, call)
         for read in facts.reads:
-            _collect_read(an, module, path, read, add, rules_hit)
-            patterns = rules.config_receivers if read.kind == "key" else rules.output_receivers
-            if any(p.fullmatch(read.receiver) for p in patterns):
-                target = configs if read.kind == "key" else outputs
-                _collect_field(
-                    an,
-                    module,
-                    path,
-                    read.context.scope,
-                    read.line,
-                    read.context.branches,
-                    read.receiver.rpartition(".")[2],
-                    read.name,
-                    target,
-                )
+            collect.read(module, facts.path, read)
 
-    for (algorithm, role, member, kind), sites in sorted(found.items()):
+    for slot, sites in sorted(collect.found.items()):
+        algorithm, role, member, kind = slot
         # The plainest site first: required before guarded, unconditional before nested.
         unique = sorted(
             set(sites), key=lambda s: (STATUS_ORDER[s.status], len(s.condition), s.path, s.line)
         )
         status = min((s.status for s in unique), key=STATUS_ORDER.__getitem__)
-        interface.requirements.append(
-            Requirement(algorithm, role, member, kind, status, tuple(unique))
-        )
-    for bucket, uses in ((outputs, interface.output_fields), (configs, interface.config_keys)):
+        interface.requirements.append(Requirement(
+            algorithm, role, member, kind, status, tuple(unique),
+            tuple(sorted(collect.alternatives[slot]))))
+    for bucket, uses in ((collect.outputs, interface.output_fields),
+                         (collect.configs, interface.config_keys)):
         for (algorithm, owner, name), field_sites in sorted(bucket.items()):
             uses.append(FieldUse(algorithm, owner, name, tuple(sorted(set(field_sites)))))
     for algorithm in algos.speculative:
@@ -456,106 +539,3 @@ def _status(decided: bool, guard: str) -> str:
     if guard and guard != "hasattr-raises":
         return "optional"
     return "required" if decided else "conditional"
-
-
-def _collect_call(
-    an: _Analysis, module: str, path: str, call: Call, add: object, rules_hit: set[str]
-) -> None:
-    scope = call.context.scope
-    if not scope:
-        return
-    ctx = call.context
-    if call.receiver is None and call.name in ("hasattr", "getattr") and len(call.args) >= 2:
-        obj, name = call.args[0], call.args[1]
-        if not (name[:1] in "'\"" and name[-1:] == name[:1]):
-            return
-        member_name = name[1:-1]
-        found = an.role_of(module, scope, call.line, obj, member_name)
-        if found is None:
-            return
-        rule, member, _how = found
-        if call.name == "hasattr":
-            guard = "hasattr-raises" if call.asserted else "hasattr"
-        else:
-            guard = "getattr-default" if len(call.args) >= 3 or call.keywords else ""
-        pairs, decided = an.context_pairs(module, scope, rule.role, rule.scope, ctx.branches)
-        status = _status(decided, guard)
-        add(
-            pairs,
-            member,
-            "attribute",
-            lambda a: _site(  # type: ignore[operator]
-                an, a, module, path, scope, call.line, ctx.branches, status, guard, ""
-            ),
-        )
-        return
-    if call.receiver is None:
-        return
-    found = an.role_of(module, scope, call.line, call.receiver, call.name)
-    if found is None:
-        return
-    rule, member, how = found
-    rules_hit.add(rule.role)
-    guard = _guard_of(
-        an.expand(module, scope, call.line, call.receiver), call.name, ctx, an, module, call.line
-    )
-    pairs, decided = an.context_pairs(module, scope, rule.role, rule.scope, ctx.branches)
-    status = _status(decided, guard)
-    kind = "call" if how == "direct" else "attribute"
-    arity = _arity(call) if kind == "call" else ""
-    add(
-        pairs,
-        member,
-        kind,
-        lambda a: _site(  # type: ignore[operator]
-            an, a, module, path, scope, call.line, ctx.branches, status, guard, arity
-        ),
-    )
-
-
-def _collect_read(
-    an: _Analysis, module: str, path: str, read: Read, add: object, rules_hit: set[str]
-) -> None:
-    scope = read.context.scope
-    if not scope or read.kind != "attr":
-        return
-    found = an.role_of(module, scope, read.line, read.receiver, read.name)
-    if found is None:
-        return
-    rule, member, _how = found
-    ctx = read.context
-    guard = _guard_of(
-        an.expand(module, scope, read.line, read.receiver), read.name, ctx, an, module, read.line
-    )
-    pairs, decided = an.context_pairs(module, scope, rule.role, rule.scope, ctx.branches)
-    status = _status(decided, guard)
-    add(
-        pairs,
-        member,
-        "attribute",
-        lambda a: _site(  # type: ignore[operator]
-            an, a, module, path, scope, read.line, ctx.branches, status, guard, ""
-        ),
-    )
-
-
-def _collect_field(
-    an: _Analysis,
-    module: str,
-    path: str,
-    scope: str,
-    line: int,
-    branches: tuple[Branch, ...],
-    owner: str,
-    name: str,
-    bucket: dict[tuple[str, str, str], list[Site]],
-) -> None:
-    if not scope:
-        return
-    pairs, decided = an.context_pairs(module, scope, "target", "worker", branches)
-    if not pairs:
-        pairs, decided = an.context_pairs(module, scope, "runner", "runner", branches)
-    for algorithm in sorted({a for a, _ in pairs} - {"NONE"}):
-        bucket[(algorithm, owner, name)].append(
-            _site(an, algorithm, module, path, scope, line, branches, _status(decided, ""), "", "")
-        )

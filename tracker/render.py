@@ -55,6 +55,7 @@ def requirement_doc(req: Requirement) -> dict[str, Any]:
         "kind": req.kind,
         "status": req.status,
         "arities": list(req.arities),
+        "alternatives": list(req.alternatives),
         "sites": [site_doc(s) for s in req.sites],
     }
 

@@ -142,7 +142,7 @@ def _site(s: Site) -> dict[str, Any]:
 
 
 def _requirement(r: Requirement) -> dict[str, Any]:
-    return {
+    doc: dict[str, Any] = {
         "algorithm": r.algorithm,
         "role": r.role,
         "member": r.member,
@@ -150,6 +150,9 @@ def _requirement(r: Requirement) -> dict[str, Any]:
         "status": r.status,
         "sites": [_site(s) for s in r.sites],
     }
+    if r.alternatives:
+        doc["alternatives"] = list(r.alternatives)
+    return doc
 
 
 def _field(f: FieldUse) -> dict[str, Any]:
@@ -179,6 +182,7 @@ def from_json(text: str) -> Snapshot:
                 r["kind"],
                 r["status"],
                 tuple(_load_site(s) for s in r["sites"]),
+                tuple(r.get("alternatives", ())),
             )
             for r in doc["requirements"]
         ],

@@ -255,3 +255,52 @@ def test_algorithms_registered_at_import_time_are_discovered_with_their_flags() 
     assert itf.workers == {"EAGLE": ("EAGLEWorker",), "EAGLE3": ("EAGLEWorker",)}
     assert members(itf, "EAGLE3", "draft") == {"set_embed": "required"}
     assert members(itf, "EAGLE", "draft") == {"set_embed_and_head": "required"}
+
+
+WORKER_WITH_ALTERNATIVE = """
+    from sglang.srt.managers.tp_worker import TpModelWorker
+
+
+    class EAGLEWorker(TpModelWorker):
+        def __init__(self, server_args, target_worker: TpModelWorker):
+            self.target_worker = target_worker
+            model = self.target_worker.model_runner.model
+            if server_args.share and hasattr(model, "get_embed_and_head_for_draft"):
+                embed, head = model.get_embed_and_head_for_draft(server_args.draft)
+                return
+            embed, head = model.get_embed_and_head()
+    """
+
+
+def test_a_member_skipped_when_the_model_has_an_alternative_is_required_unless_it_has_it() -> None:
+    built = build({"speculative/eagle_worker.py": WORKER_WITH_ALTERNATIVE})
+    found = req(built.interface, "EAGLE3", "target", "get_embed_and_head")
+    assert found is not None and found.status == "required"
+    assert found.alternatives == ("get_embed_and_head_for_draft",)
+    alternative = req(built.interface, "EAGLE3", "target", "get_embed_and_head_for_draft")
+    assert alternative is not None and alternative.status == "optional"
+    # LlamaForCausalLM has get_embed_and_head; the wrapper has neither: still broken.
+    assert built.compat.check_for("WrapperForConditionalGeneration", "EAGLE3").status == "broken"
+    assert built.compat.check_for("LlamaForCausalLM", "EAGLE3").status == "ok"
+
+
+def test_a_class_with_only_the_alternative_member_is_ok() -> None:
+    alt_only = """
+        from torch import nn
+
+
+        class AltForCausalLM(nn.Module):
+            def get_embed_and_head_for_draft(self, module):
+                return module, None
+
+            def set_eagle3_layers_to_capture(self, layer_ids=None):
+                pass
+
+
+        EntryClass = AltForCausalLM
+        """
+    built = build({"speculative/eagle_worker.py": WORKER_WITH_ALTERNATIVE,
+                   "models/alt.py": alt_only})
+    check = built.compat.check_for("AltForCausalLM", "EAGLE3")
+    assert check is not None and check.status == "ok"
+    assert check.provisions[0].how == "alternative"

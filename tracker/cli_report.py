@@ -1,0 +1,109 @@
+"""The `report` command: a static HTML report (heatmap, timeline, call graphs) of a range.
+
+A module of its own so that the report's options (output directory, which versions get
+call graphs, the layout engine) do not crowd the other commands; `tracker.cli` registers
+it like the other command modules.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import click
+
+from tracker.cli import (
+    ALGORITHM_HELP,
+    _flush_warnings,
+    _pick_algorithms,
+    _render_options,
+    _source_options,
+    _workspace,
+)
+from tracker.errors import TrackerError
+
+
+@click.command()
+@click.argument("range_spec", metavar="RANGE")
+@click.option(
+    "-a", "--algorithm", "algorithms", multiple=True, help=ALGORITHM_HELP + " Default: all."
+)
+@click.option(
+    "-o",
+    "--output",
+    "output",
+    required=True,
+    type=click.Path(file_okay=False, path_type=Path),
+    help="Directory to write index.html and graphs/*.svg into (created if missing).",
+)
+@click.option(
+    "--kind",
+    type=click.Choice(["target", "draft", "all"]),
+    default="target",
+    show_default=True,
+    help="Which entry classes the heatmap shows.",
+)
+@click.option(
+    "--graphs",
+    type=click.Choice(["all", "changes", "none"]),
+    default="changes",
+    show_default=True,
+    help="Which versions get a call graph: every one, the first, the newest and those "
+    "where the interface or call graph changed, or none.",
+)
+@click.option(
+    "--layout",
+    type=click.Choice(["auto", "dot", "python"]),
+    default="auto",
+    show_default=True,
+    help="Call graph layout: graphviz dot when installed (auto), or the built-in one.",
+)
+@_source_options
+@_render_options
+def report(
+    range_spec: str,
+    algorithms: tuple[str, ...],
+    output: Path,
+    kind: str,
+    graphs: str,
+    layout: str,
+    source: str | None,
+    repo: str | None,
+    no_shipped: bool,
+    quiet: bool,
+    template_dir: Path | None,
+    link_pattern: str | None,
+) -> None:
+    """A static HTML report of RANGE in DIR: models x versions heatmap per algorithm, a
+    timeline of interface changes, and the workers' call graphs. Opens from disk; loads
+    nothing from the network."""
+    from tracker.render import DEFAULT_LINK
+    from tracker.report import ReportOptions, build_report, present_algorithms, write_report
+
+    if output.exists() and not output.is_dir():
+        raise TrackerError(f"{output} exists and is not a directory")
+    ws = _workspace(source, repo, no_shipped, quiet)
+    snaps = ws.snapshots(range_spec)
+    chosen = _pick_algorithms(present_algorithms(snaps), algorithms)
+    options = ReportOptions(
+        link_pattern=link_pattern or DEFAULT_LINK,
+        template_dir=template_dir,
+        graphs=graphs,
+        layout=layout,
+        kinds=("target", "draft") if kind == "all" else (kind,),
+    )
+    doc = build_report(snaps, chosen, ws.source.describe(), options)
+    written = write_report(doc, output, options)
+    _flush_warnings(ws)
+    for note in written.notes:
+        click.echo(f"tracker: note: {note}; used the built-in layout", err=True)
+    models = max((len(a["rows"]) for a in doc["algorithms"]), default=0)
+    click.echo(
+        f"wrote {written.index} ({', '.join(chosen)} · {models} models × "
+        f"{len(doc['versions'])} versions · {len(written.graphs)} call graphs · "
+        f"{written.bytes // 1024} KiB)",
+        err=True,
+    )
+
+
+def register(group: click.Group) -> None:
+    group.add_command(report)
