@@ -81,11 +81,18 @@ def report(
 
     if output.exists() and not output.is_dir():
         raise TrackerError(f"{output} exists and is not a directory")
+    pattern = link_pattern or DEFAULT_LINK
+    try:  # a bad pattern is bad input (exit 2), found before any work is done
+        pattern.format(tag="v0", path="p", line=1)
+    except (KeyError, IndexError, ValueError) as exc:
+        raise TrackerError(
+            f"bad --link-pattern {pattern!r} ({exc!r}): use {{tag}}, {{path}} and {{line}}"
+        ) from exc
     ws = _workspace(source, repo, no_shipped, quiet)
     snaps = ws.snapshots(range_spec)
     chosen = _pick_algorithms(present_algorithms(snaps), algorithms)
     options = ReportOptions(
-        link_pattern=link_pattern or DEFAULT_LINK,
+        link_pattern=pattern,
         template_dir=template_dir,
         graphs=graphs,
         layout=layout,

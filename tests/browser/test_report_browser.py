@@ -13,7 +13,7 @@ import struct
 from collections.abc import Iterator
 from html.parser import HTMLParser
 from pathlib import Path
-from typing import Any
+from typing import Any, ClassVar
 
 import pytest
 from click.testing import CliRunner
@@ -77,7 +77,7 @@ class _Grid(HTMLParser):
     """The EAGLE3 heatmap as the browser built it: versions, and per row its cell classes;
     plus every element attribute that would make a browser load something."""
 
-    LOADERS = {
+    LOADERS: ClassVar[set[str]] = {
         "script",
         "link",
         "img",
@@ -221,7 +221,8 @@ def test_filter_and_sort(browser_page: Any, loaded: dict[str, Any]) -> None:
           const sort = s.querySelector('select.sort');
           sort.value = 'broken';
           sort.dispatchEvent(new Event('change'));
-          out.broken = [...s.querySelectorAll('table.heatmap tbody tr')].map(r => +r.dataset.broken);
+          const rows2 = s.querySelectorAll('table.heatmap tbody tr');
+          out.broken = [...rows2].map(r => +r.dataset.broken);
           sort.value = 'name';
           sort.dispatchEvent(new Event('change'));
           out.names = [...s.querySelectorAll('table.heatmap tbody tr')].map(r => r.dataset.model);
@@ -271,3 +272,48 @@ def test_screenshot(browser_page: Any, loaded: dict[str, Any], tmp_path: Path) -
     if os.environ.get("TRACKER_UPDATE_SCREENSHOT"):
         (REPO / "docs").mkdir(exist_ok=True)
         shutil.copyfile(target, REPO / "docs" / "report.png")
+
+
+@pytest.fixture(scope="module")
+def every_algorithm(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """Every algorithm, target and draft classes, a call graph for every release."""
+    out = tmp_path_factory.mktemp("report-all")
+    with pytest.MonkeyPatch.context() as mp:
+        mp.setenv("TRACKER_CACHE_DIR", str(tmp_path_factory.mktemp("cache")))
+        mp.setenv("TRACKER_PIP", "false")
+        mp.delenv("TRACKER_REPO", raising=False)
+        clear_memo()
+        result = CliRunner().invoke(
+            cli,
+            ["report", "v0.5.8..v0.5.10", "--kind", "all", "--graphs", "all", "-o", str(out)],
+        )
+        clear_memo()
+    assert result.exit_code == 0, result.output + result.stderr
+    return out
+
+
+def test_tabs_switch_algorithms(browser_page: Any, every_algorithm: Path) -> None:
+    browser_page.open((every_algorithm / "index.html").as_uri())
+    state = browser_page.evaluate(
+        """(() => {
+          const tabs = [...document.querySelectorAll('.tabs .tab')];
+          const eagle3 = tabs.find(t => t.dataset.algorithm === 'EAGLE3');
+          eagle3.click();
+          const shown = [...document.querySelectorAll('section.algo')].filter(s => !s.hidden);
+          const marks = shown[0].querySelector('table.heatmap tr.marks th');
+          return {tabs: tabs.map(t => t.dataset.algorithm),
+                  shown: shown.map(s => s.dataset.algorithm),
+                  hash: location.hash,
+                  marksTop: parseFloat(marks.style.top),
+                  draft: shown[0].querySelectorAll('tr[data-kind="draft"]').length,
+                  graphs: shown[0].querySelectorAll('figure.graph').length};
+        })()"""
+    )
+    assert {"EAGLE", "EAGLE3"} <= set(state["tabs"])
+    assert state["shown"] == ["EAGLE3"]
+    assert state["hash"] == "#algo=EAGLE3"
+    # The sticky header rows were measured when the section became visible.
+    assert state["marksTop"] > 40
+    assert state["draft"] > 0  # --kind all: draft classes have rows too
+    assert state["graphs"] == 4  # --graphs all: every release
+    assert browser_page.errors() == []

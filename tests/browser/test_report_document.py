@@ -405,3 +405,5 @@ def test_report_command_errors(tmp_path: Path) -> None:
     assert clash.exit_code == 2
     missing = _run("report", "v0.5.8..v0.5.9")
     assert missing.exit_code == 2 and "--output" in missing.stderr
+    pattern = _run("report", "v0.5.8..v0.5.9", "-o", str(tmp_path / "p"), "--link-pattern", "{x}")
+    assert pattern.exit_code == 2 and "bad --link-pattern" in pattern.stderr

@@ -72,6 +72,7 @@
   }
 
   var current = { algo: "", filter: "", cell: "" };
+  var heatmaps = {};  // algorithm -> Heatmap, filled below
 
   // ------------------------------------------------------------------- tabs
 
@@ -83,6 +84,9 @@
       t.setAttribute("aria-selected", t.getAttribute("data-algorithm") === name ? "true" : "false");
     });
     current.algo = name;
+    // Measured only now: a hidden section's header rows have no height.
+    var hm = heatmaps[name];
+    if (hm && hm.table) { hm.stickHeader(); }
     return target;
   }
 
@@ -143,6 +147,15 @@
       if (td && !td.title) { td.title = self.tooltip(td); }
     });
   }
+
+  // Each sticky header row sits below the ones above it, whatever their rendered height.
+  Heatmap.prototype.stickHeader = function () {
+    var top = 0;
+    $$("thead tr", this.table).forEach(function (tr) {
+      $$("th, td", tr).forEach(function (cell) { cell.style.top = top + "px"; });
+      top += tr.getBoundingClientRect().height + 2;
+    });
+  };
 
   Heatmap.prototype.version = function (col) { return this.info.versions[col]; };
 
@@ -258,9 +271,13 @@
     box.textContent = "";
     box.appendChild(el("h3", { text: model }));
     box.appendChild(el("p", { "class": "where" }, version + " · " + this.algo + " · " + (tr.getAttribute("data-kind") || "model")));
+    var eventText = EVENT_TEXT[event] || event;
+    if (event === "appeared" && (col === 0 || statusOf(tr.cells[col]) === "absent")) {
+      eventText = col === 0 ? "first release in this report" : "new class in this release";
+    }
     box.appendChild(el("div", { "class": "status-line" },
       el("span", { "class": "badge " + status }, WORDS[status]),
-      event ? el("span", { "class": "muted" }, EVENT_TEXT[event] || event) : null));
+      event ? el("span", { "class": "muted" }, eventText) : null));
 
     if (d && d.missing.length) {
       box.appendChild(el("h4", { text: "Missing " + (d.missing.length === 1 ? "member" : "members") + " and where " + this.algo + " uses " + (d.missing.length === 1 ? "it" : "them") }));
@@ -375,7 +392,6 @@
 
   // ------------------------------------------------------------------ wiring
 
-  var heatmaps = {};
   $$("section.algo").forEach(function (section) {
     heatmaps[section.getAttribute("data-algorithm")] = new Heatmap(section);
   });
