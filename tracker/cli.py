@@ -11,6 +11,7 @@ import functools
 import os
 import sys
 from collections.abc import Callable
+from dataclasses import replace
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, TypeVar
 
@@ -36,6 +37,8 @@ class Failed(Exception):
 
 
 def _source_options(func: F) -> F:
+    """--source/--repo/--no-shipped/--quiet, turned into the `ws` (Workspace) argument."""
+
     @click.option(
         "--source",
         "source",
@@ -56,8 +59,15 @@ def _source_options(func: F) -> F:
     )
     @click.option("-q", "--quiet", is_flag=True, help="No progress output.")
     @functools.wraps(func)
-    def wrapper(*args: Any, **kwargs: Any) -> Any:
-        return func(*args, **kwargs)
+    def wrapper(
+        *args: Any,
+        source: str | None,
+        repo: str | None,
+        no_shipped: bool,
+        quiet: bool,
+        **kwargs: Any,
+    ) -> Any:
+        return func(*args, ws=_workspace(source, repo, no_shipped, quiet), **kwargs)
 
     return wrapper  # type: ignore[return-value]
 
@@ -74,6 +84,8 @@ def _format_option(*choices: str) -> Callable[[F], F]:
 
 
 def _render_options(func: F) -> F:
+    """--template-dir/--link-pattern, turned into the `render_options` argument."""
+
     @click.option(
         "--template-dir",
         type=click.Path(file_okay=False, path_type=Path),
@@ -85,8 +97,20 @@ def _render_options(func: F) -> F:
         help="URL of a source line; {tag}, {path} and {line} are filled in.",
     )
     @functools.wraps(func)
-    def wrapper(*args: Any, **kwargs: Any) -> Any:
-        return func(*args, **kwargs)
+    def wrapper(
+        *args: Any, template_dir: Path | None, link_pattern: str | None, **kwargs: Any
+    ) -> Any:
+        from tracker.render import DEFAULT_LINK, RenderOptions
+
+        pattern = link_pattern or DEFAULT_LINK
+        try:  # a bad pattern is bad input, found before any work is done
+            pattern.format(tag="v0", path="p", line=1)
+        except (KeyError, IndexError, ValueError) as exc:
+            raise TrackerError(
+                f"bad --link-pattern {pattern!r} ({exc!r}): use {{tag}}, {{path}} and {{line}}"
+            ) from exc
+        options = RenderOptions(link_pattern=pattern, template_dir=template_dir)
+        return func(*args, render_options=options, **kwargs)
 
     return wrapper  # type: ignore[return-value]
 
@@ -98,16 +122,6 @@ def _workspace(source: str | None, repo: str | None, no_shipped: bool, quiet: bo
 
     src = open_source(source, repo, Path.cwd())
     return Workspace(src, reporter=CliReporter(quiet=quiet), use_shipped=not no_shipped)
-
-
-def _render_opts(
-    template_dir: Path | None, link_pattern: str | None, show_all: bool = False
-) -> RenderOptions:
-    from tracker.render import DEFAULT_LINK, RenderOptions
-
-    return RenderOptions(
-        link_pattern=link_pattern or DEFAULT_LINK, template_dir=template_dir, show_all=show_all
-    )
 
 
 def _emit(text: str, output: Path | None = None) -> None:
@@ -126,7 +140,7 @@ def _flush_warnings(ws: Workspace) -> None:
 
 
 def suggest(name: str, known: list[str]) -> str:
-    """"; did you mean X, Y" for a misspelt or shortened name, else ""."""
+    """ "; did you mean X, Y" for a misspelt or shortened name, else ""."""
     import difflib
 
     lowered = name.lower()
@@ -200,9 +214,8 @@ def cli() -> None:
 @cli.command()
 @_source_options
 @_format_option("text", "json")
-def versions(source: str | None, repo: str | None, no_shipped: bool, quiet: bool, fmt: str) -> None:
+def versions(ws: Workspace, fmt: str) -> None:
     """List the versions a source has, oldest first."""
-    ws = _workspace(source, repo, no_shipped, quiet)
     names = ws.source.versions()
     _flush_warnings(ws)
     if fmt == "json":
@@ -223,9 +236,8 @@ def versions(source: str | None, repo: str | None, no_shipped: bool, quiet: bool
 
 @cli.command()
 @_source_options
-def fetch(source: str | None, repo: str | None, no_shipped: bool, quiet: bool) -> None:
+def fetch(ws: Workspace) -> None:
     """Update a cloned repository's tags (git) or the list of releases (pypi)."""
-    ws = _workspace(source, repo, no_shipped, quiet)
     fetcher = getattr(ws.source, "fetch", None)
     if fetcher is None:
         raise TrackerError(f"{ws.source.describe()} has nothing to fetch")
@@ -241,10 +253,7 @@ def fetch(source: str | None, repo: str | None, no_shipped: bool, quiet: bool) -
 def facts(
     version: str,
     path: str,
-    source: str | None,
-    repo: str | None,
-    no_shipped: bool,
-    quiet: bool,
+    ws: Workspace,
     fmt: str,
 ) -> None:
     """Show the facts extracted from one file (for debugging queries).
@@ -254,7 +263,6 @@ def facts(
     from tracker.factstore import load_facts
     from tracker.factsview import facts_document, facts_text
 
-    ws = _workspace(source, repo, no_shipped, quiet)
     src, resolved = ws.resolve(version)
     tree = src.tree(resolved)
     if path not in tree.files:
@@ -281,23 +289,18 @@ def interface(
     version: str,
     algorithms: tuple[str, ...],
     role: str | None,
-    source: str | None,
-    repo: str | None,
-    no_shipped: bool,
-    quiet: bool,
+    ws: Workspace,
     fmt: str,
-    template_dir: Path | None,
-    link_pattern: str | None,
+    render_options: RenderOptions,
 ) -> None:
     """What each algorithm requires of the target and draft models at VERSION."""
     from tracker.render import interface_document, render
 
-    ws = _workspace(source, repo, no_shipped, quiet)
     snap = ws.snapshot(version)
     chosen = _pick_algorithms(snap.interface.algorithms, algorithms)
     doc = interface_document(snap.interface, _describe(ws, snap), chosen, role)
     _flush_warnings(ws)
-    _emit(render("interface", fmt, doc, _render_opts(template_dir, link_pattern)))
+    _emit(render("interface", fmt, doc, render_options))
 
 
 @cli.command()
@@ -312,16 +315,13 @@ def interface(
 def snapshot(
     version: str,
     output: Path | None,
-    source: str | None,
-    repo: str | None,
-    no_shipped: bool,
-    quiet: bool,
+    ws: Workspace,
 ) -> None:
     """Write VERSION's interface and compatibility as a snapshot JSON file."""
     from tracker.snapshot import to_json
 
-    ws = _workspace(source, repo, True, quiet)  # a snapshot is always built from source
-    ws.use_cache = not no_shipped
+    # A snapshot is always built from the source (or the cache, unless --no-shipped).
+    ws.use_cache, ws.use_shipped = ws.use_shipped, False
     snap = ws.snapshot(version)
     target = output or Path("snapshots") / f"{snap.version}.json"
     _emit(to_json(snap), target)
@@ -347,27 +347,22 @@ def diff(
     algorithms: tuple[str, ...],
     show_all: bool,
     fail_on: str | None,
-    source: str | None,
-    repo: str | None,
-    no_shipped: bool,
-    quiet: bool,
+    ws: Workspace,
     fmt: str,
-    template_dir: Path | None,
-    link_pattern: str | None,
+    render_options: RenderOptions,
 ) -> None:
     """What changed between OLD and NEW: interface members, output fields, and which
     model wrappers broke or were fixed."""
     from tracker.diff import diff as compute
     from tracker.render import diff_document, render
 
-    ws = _workspace(source, repo, no_shipped, quiet)
     a, b = ws.snapshot(old), ws.snapshot(new)
     available = tuple(dict.fromkeys(a.interface.algorithms + b.interface.algorithms))
     chosen = _pick_algorithms(available, algorithms)
     result = compute(a.interface, a.compat, b.interface, b.compat, chosen)
     doc = diff_document(result, _describe(ws, b))
     _flush_warnings(ws)
-    _emit(render("diff", fmt, doc, _render_opts(template_dir, link_pattern, show_all)))
+    _emit(render("diff", fmt, doc, replace(render_options, show_all=show_all)))
     if fail_on == "any" and result.changes:
         raise Failed
     if fail_on == "breaking" and any(c.breaking for c in result.changes):

@@ -2,8 +2,9 @@
 
 from __future__ import annotations
 
+from dataclasses import replace
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import click
 
@@ -15,12 +16,14 @@ from tracker.cli import (
     _format_option,
     _pick_algorithms,
     _render_options,
-    _render_opts,
     _source_options,
-    _workspace,
     suggest,
 )
 from tracker.errors import TrackerError
+
+if TYPE_CHECKING:
+    from tracker.app import Workspace
+    from tracker.render import RenderOptions
 
 KIND_CHOICE = click.Choice(["target", "draft", "all"])
 
@@ -70,13 +73,9 @@ def check(
     models_spec: str | None,
     show_all: bool,
     fail_on: str | None,
-    source: str | None,
-    repo: str | None,
-    no_shipped: bool,
-    quiet: bool,
+    ws: Workspace,
     fmt: str,
-    template_dir: Path | None,
-    link_pattern: str | None,
+    render_options: RenderOptions,
 ) -> None:
     """Which model wrappers lack what the algorithms require at VERSION."""
     from tracker.compat import build_compat
@@ -87,7 +86,6 @@ def check(
     mod_spec = models_spec or version
     if req_spec is None or mod_spec is None:
         raise TrackerError("give a VERSION, or both --requirements and --models")
-    ws = _workspace(source, repo, no_shipped, quiet)
     req_snap = ws.snapshot(req_spec)
     if mod_spec == req_spec:
         compat = req_snap.compat
@@ -123,9 +121,9 @@ def check(
     if fmt == "sarif":
         from tracker.render import to_json
 
-        _emit(to_json(check_sarif(doc, _render_opts(template_dir, link_pattern))))
+        _emit(to_json(check_sarif(doc, render_options)))
     else:
-        _emit(render("check", fmt, doc, _render_opts(template_dir, link_pattern, show_all)))
+        _emit(render("check", fmt, doc, replace(render_options, show_all=show_all)))
     bad = {"broken"} if fail_on == "broken" else {"broken", "unknown"} if fail_on else set()
     if any(c.status in bad for c in selected):
         raise Failed
@@ -158,20 +156,15 @@ def matrix(
     algorithm: str,
     kind: str,
     events_only: bool,
-    source: str | None,
-    repo: str | None,
-    no_shipped: bool,
-    quiet: bool,
+    ws: Workspace,
     fmt: str,
-    template_dir: Path | None,
-    link_pattern: str | None,
+    render_options: RenderOptions,
 ) -> None:
     """Models x versions over RANGE (ok / broken / unknown / n/a / absent), and the events:
     first appearance, broke, fixed, removed."""
     from tracker.matrix import build_matrix
     from tracker.render import matrix_document, render
 
-    ws = _workspace(source, repo, no_shipped, quiet)
     snaps = ws.snapshots(range_spec)
     name = algorithm.upper()
     if not any(name in s.interface.algorithms for s in snaps):
@@ -180,7 +173,7 @@ def matrix(
     doc = matrix_document(result, ws.source.describe())
     doc["events_only"] = events_only
     _flush_warnings(ws)
-    _emit(render("matrix", fmt, doc, _render_opts(template_dir, link_pattern)))
+    _emit(render("matrix", fmt, doc, render_options))
 
 
 @click.command()
@@ -194,19 +187,14 @@ def history(
     model: str,
     range_spec: str | None,
     algorithms: tuple[str, ...],
-    source: str | None,
-    repo: str | None,
-    no_shipped: bool,
-    quiet: bool,
+    ws: Workspace,
     fmt: str,
-    template_dir: Path | None,
-    link_pattern: str | None,
+    render_options: RenderOptions,
 ) -> None:
     """One model's events across releases (default: every release the source has)."""
     from tracker.matrix import build_matrix
     from tracker.render import history_document, render
 
-    ws = _workspace(source, repo, no_shipped, quiet)
     spec = range_spec or _full_range(ws)
     snaps = ws.snapshots(spec)
     present = {e.name: e.kind for s in snaps for e in s.compat.entries}
@@ -219,7 +207,7 @@ def history(
     matrices = [build_matrix(snaps, a, kinds) for a in chosen]
     doc = history_document(model, present[model], matrices, ws.source.describe())
     _flush_warnings(ws)
-    _emit(render("history", fmt, doc, _render_opts(template_dir, link_pattern)))
+    _emit(render("history", fmt, doc, render_options))
 
 
 def _full_range(ws: Any) -> str:
@@ -252,17 +240,13 @@ def fix(
     version: str,
     algorithm: str,
     output: Path | None,
-    source: str | None,
-    repo: str | None,
-    no_shipped: bool,
-    quiet: bool,
+    ws: Workspace,
 ) -> None:
     """A unified diff that adds to MODEL the members its inner model provides and the
     algorithm requires (apply with `git apply` or `patch -p1`)."""
     from tracker.compat import class_key_for
     from tracker.fixpatch import build_patch
 
-    ws = _workspace(source, repo, no_shipped, quiet)
     src, resolved = ws.resolve(version)
     analysis = ws.analyse(src, resolved)
     name = algorithm.upper()
@@ -302,17 +286,13 @@ def why(
     version: str,
     algorithm: str,
     role: str | None,
-    source: str | None,
-    repo: str | None,
-    no_shipped: bool,
-    quiet: bool,
+    ws: Workspace,
     fmt: str,
 ) -> None:
     """Why ALGORITHM needs MEMBER at VERSION: each site, its condition, and the call path
     from the algorithm's worker to it."""
     from tracker.render import requirement_doc, to_json
 
-    ws = _workspace(source, repo, no_shipped, quiet)
     snap = ws.snapshot(version)
     name = algorithm.upper()
     _pick_algorithms(snap.interface.algorithms, (name,))

@@ -10,6 +10,7 @@ from __future__ import annotations
 import re
 import sys
 from collections.abc import Callable, Iterator
+from dataclasses import replace
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, TypeVar
 
@@ -22,9 +23,7 @@ from tracker.cli import (
     _flush_warnings,
     _pick_algorithms,
     _render_options,
-    _render_opts,
     _source_options,
-    _workspace,
 )
 from tracker.errors import SourceError, TrackerError
 
@@ -33,19 +32,25 @@ F = TypeVar("F", bound=Callable[..., Any])
 if TYPE_CHECKING:
     from tracker.app import Workspace
     from tracker.compat import Compat
+    from tracker.render import RenderOptions
     from tracker.sources.base import Source
     from tracker.watch import ReleaseOutcome, Sink
 
 
 def _algorithm_option(func: F) -> F:
-    return click.option("-a", "--algorithm", "algorithms", multiple=True,
-                        help=ALGORITHM_HELP)(func)
+    return click.option("-a", "--algorithm", "algorithms", multiple=True, help=ALGORITHM_HELP)(func)
 
 
 def _choice_format(*choices: str) -> Callable[[F], F]:
     # cli._format_option defaults to text, which these commands do not all have.
-    return click.option("--format", "fmt", type=click.Choice(choices), default=choices[0],
-                        show_default=True, help="Output format.")
+    return click.option(
+        "--format",
+        "fmt",
+        type=click.Choice(choices),
+        default=choices[0],
+        show_default=True,
+        help="Output format.",
+    )
 
 
 def _pair(ws: Workspace, old: str, new: str, algorithms: tuple[str, ...]) -> Any:
@@ -64,30 +69,42 @@ def _pair(ws: Workspace, old: str, new: str, algorithms: tuple[str, ...]) -> Any
 @click.argument("old")
 @click.argument("new")
 @_algorithm_option
-@click.option("--all", "show_all", is_flag=True,
-              help="List new and removed classes too, not only their counts.")
-@click.option("-o", "--output", type=click.Path(dir_okay=False, path_type=Path),
-              help="Write the appendix to this file instead of stdout.")
+@click.option(
+    "--all",
+    "show_all",
+    is_flag=True,
+    help="List new and removed classes too, not only their counts.",
+)
+@click.option(
+    "-o",
+    "--output",
+    type=click.Path(dir_okay=False, path_type=Path),
+    help="Write the appendix to this file instead of stdout.",
+)
 @_source_options
 @_choice_format("md", "json")
 @_render_options
-def changelog(old: str, new: str, algorithms: tuple[str, ...], show_all: bool,
-              output: Path | None, source: str | None, repo: str | None, no_shipped: bool,
-              quiet: bool, fmt: str, template_dir: Path | None,
-              link_pattern: str | None) -> None:
+def changelog(
+    old: str,
+    new: str,
+    algorithms: tuple[str, ...],
+    show_all: bool,
+    output: Path | None,
+    ws: Workspace,
+    fmt: str,
+    render_options: RenderOptions,
+) -> None:
     """A markdown appendix for release notes: "Speculative decoding interface changes"
     from OLD to NEW, every site linked at its tag."""
     from tracker.changelog import changelog_document
     from tracker.diff import diff
     from tracker.render import render
 
-    ws = _workspace(source, repo, no_shipped, quiet)
     a, b, _, chosen = _pair(ws, old, new, algorithms)
     result = diff(a.interface, a.compat, b.interface, b.compat, chosen)
     doc = changelog_document(result, b.interface, b.compat, _describe(ws, b), show_all)
     _flush_warnings(ws)
-    _emit(render("changelog", fmt, doc, _render_opts(template_dir, link_pattern, show_all)),
-          output)
+    _emit(render("changelog", fmt, doc, replace(render_options, show_all=show_all)), output)
 
 
 # ------------------------------------------------------------------------- issues
@@ -97,28 +114,39 @@ def changelog(old: str, new: str, algorithms: tuple[str, ...], show_all: bool,
 @click.argument("old")
 @click.argument("new")
 @_algorithm_option
-@click.option("--out", "out_dir", type=click.Path(file_okay=False, path_type=Path),
-              help="Write one .md file per issue and an issues.json index here.")
+@click.option(
+    "--out",
+    "out_dir",
+    type=click.Path(file_okay=False, path_type=Path),
+    help="Write one .md file per issue and an issues.json index here.",
+)
 @_source_options
 @_choice_format("md", "json")
 @_render_options
-def issues(old: str, new: str, algorithms: tuple[str, ...], out_dir: Path | None,
-           source: str | None, repo: str | None, no_shipped: bool, quiet: bool, fmt: str,
-           template_dir: Path | None, link_pattern: str | None) -> None:
+def issues(
+    old: str,
+    new: str,
+    algorithms: tuple[str, ...],
+    out_dir: Path | None,
+    ws: Workspace,
+    fmt: str,
+    render_options: RenderOptions,
+) -> None:
     """The issues to file for OLD → NEW: one per newly broken (model, algorithm) and one
     per target member newly required or removed, each with a stable fingerprint."""
     from tracker.issues import as_markdown, issues_document
     from tracker.render import to_json
     from tracker.watch import DirSink, issues_between
 
-    ws = _workspace(source, repo, no_shipped, quiet)
     a, b, nsrc, chosen = _pair(ws, old, new, algorithms)
-    docs = issues_between(ws, nsrc, a, b, chosen, _render_opts(template_dir, link_pattern))
+    docs = issues_between(ws, nsrc, a, b, chosen, render_options)
     _flush_warnings(ws)
     if out_dir is not None:
         DirSink(out_dir, overwrite=True).write(docs)
-        click.echo(f"wrote {len(docs)} issue{'' if len(docs) == 1 else 's'} and "
-                   f"issues.json to {out_dir}", err=True)
+        click.echo(
+            f"wrote {len(docs)} issue{'' if len(docs) == 1 else 's'} and issues.json to {out_dir}",
+            err=True,
+        )
         return
     if fmt == "json":
         _emit(to_json(issues_document(docs, a.version, b.version, _describe(ws, b))))
@@ -133,27 +161,51 @@ def issues(old: str, new: str, algorithms: tuple[str, ...], out_dir: Path | None
 
 @click.command()
 @_source_options
-@click.option("--state", "state_path", type=click.Path(dir_okay=False, path_type=Path),
-              help="The watch state (JSON). Default: one per source and destination in the "
-                   "cache; keep it somewhere lasting on CI.")
-@click.option("--out", "out_dir", type=click.Path(file_okay=False, path_type=Path),
-              help="Write issues as files here...")
-@click.option("--post", metavar="OWNER/REPO",
-              help="...or file them on this GitHub repository (token from GITHUB_TOKEN).")
-@click.option("--api-url", envvar="GITHUB_API_URL", metavar="URL",
-              help="GitHub API base URL (GITHUB_API_URL; default https://api.github.com).")
+@click.option(
+    "--state",
+    "state_path",
+    type=click.Path(dir_okay=False, path_type=Path),
+    help="The watch state (JSON). Default: one per source and destination in the "
+    "cache; keep it somewhere lasting on CI.",
+)
+@click.option(
+    "--out",
+    "out_dir",
+    type=click.Path(file_okay=False, path_type=Path),
+    help="Write issues as files here...",
+)
+@click.option(
+    "--post",
+    metavar="OWNER/REPO",
+    help="...or file them on this GitHub repository (token from GITHUB_TOKEN).",
+)
+@click.option(
+    "--api-url",
+    envvar="GITHUB_API_URL",
+    metavar="URL",
+    help="GitHub API base URL (GITHUB_API_URL; default https://api.github.com).",
+)
 @_algorithm_option
-@click.option("--since", metavar="VERSION",
-              help="Handle the releases after VERSION (needed on a first run to file "
-                   "anything).")
+@click.option(
+    "--since",
+    metavar="VERSION",
+    help="Handle the releases after VERSION (needed on a first run to file anything).",
+)
 @click.option("--until", metavar="VERSION", help="Stop after this release.")
 @_choice_format("text", "json")
 @_render_options
-def watch(source: str | None, repo: str | None, no_shipped: bool, quiet: bool,
-          state_path: Path | None, out_dir: Path | None, post: str | None,
-          api_url: str | None, algorithms: tuple[str, ...], since: str | None,
-          until: str | None, fmt: str, template_dir: Path | None,
-          link_pattern: str | None) -> None:
+def watch(
+    ws: Workspace,
+    state_path: Path | None,
+    out_dir: Path | None,
+    post: str | None,
+    api_url: str | None,
+    algorithms: tuple[str, ...],
+    since: str | None,
+    until: str | None,
+    fmt: str,
+    render_options: RenderOptions,
+) -> None:
     """File issues for every release newer than the last one handled, and close the
     tracker's issues a release fixes. Safe to rerun: each issue is filed exactly once.
 
@@ -169,15 +221,13 @@ def watch(source: str | None, repo: str | None, no_shipped: bool, quiet: bool,
 
     if (out_dir is None) == (post is None):
         raise TrackerError("give exactly one of --out DIR and --post OWNER/REPO")
-    ws = _workspace(source, repo, no_shipped, quiet)
     with contextlib.ExitStack() as stack:
         sink: Sink
         if post is not None:
             from tracker.publish import TOKEN_ENV, GitHubClient
             from tracker.watch import GitHubSink
 
-            client = stack.enter_context(
-                GitHubClient(post, os.environ.get(TOKEN_ENV), api_url))
+            client = stack.enter_context(GitHubClient(post, os.environ.get(TOKEN_ENV), api_url))
             sink = GitHubSink(client)
         else:
             from tracker.watch import DirSink
@@ -193,26 +243,44 @@ def watch(source: str | None, repo: str | None, no_shipped: bool, quiet: bool,
             if fmt == "text":
                 click.echo(_outcome_text(outcome))
 
-        result = run_watch(ws, sink, path, since=since, until=until, algorithms=algorithms,
-                           options=_render_opts(template_dir, link_pattern),
-                           on_release=report, note=note)
+        result = run_watch(
+            ws,
+            sink,
+            path,
+            since=since,
+            until=until,
+            algorithms=algorithms,
+            options=render_options,
+            on_release=report,
+            note=note,
+        )
     _flush_warnings(ws)
     if fmt == "json":
         from tracker.render import to_json
 
-        _emit(to_json({"schema": "sglang-tracker/watch@1", "source": ws.source.describe(),
-                       "destination": sink.destination, "state": str(result.state_path),
-                       "started_from": result.started_from,
-                       "recorded_only": result.recorded_only,
-                       "releases": [r.to_dict() for r in result.releases]}))
+        _emit(
+            to_json(
+                {
+                    "schema": "sglang-tracker/watch@1",
+                    "source": ws.source.describe(),
+                    "destination": sink.destination,
+                    "state": str(result.state_path),
+                    "started_from": result.started_from,
+                    "recorded_only": result.recorded_only,
+                    "releases": [r.to_dict() for r in result.releases],
+                }
+            )
+        )
     elif not result.recorded_only:
         last = result.releases[-1].version if result.releases else result.started_from
         if not result.releases:
             click.echo(f"no release after {result.started_from} · state {result.state_path}")
         else:
-            click.echo(f"{len(result.releases)} release"
-                       f"{'' if len(result.releases) == 1 else 's'} handled, up to {last} · "
-                       f"state {result.state_path}")
+            click.echo(
+                f"{len(result.releases)} release"
+                f"{'' if len(result.releases) == 1 else 's'} handled, up to {last} · "
+                f"state {result.state_path}"
+            )
 
 
 def _default_state(source: str, destination: str) -> Path:
@@ -223,9 +291,11 @@ def _default_state(source: str, destination: str) -> Path:
 
 
 def _outcome_text(outcome: ReleaseOutcome) -> str:
-    lines = [f"{outcome.version} (vs {outcome.previous}) · {len(outcome.issues)} issue"
-             f"{'' if len(outcome.issues) == 1 else 's'} · {len(outcome.filed)} filed · "
-             f"{len(outcome.existing)} already filed · {len(outcome.closed)} closed"]
+    lines = [
+        f"{outcome.version} (vs {outcome.previous}) · {len(outcome.issues)} issue"
+        f"{'' if len(outcome.issues) == 1 else 's'} · {len(outcome.filed)} filed · "
+        f"{len(outcome.existing)} already filed · {len(outcome.closed)} closed"
+    ]
     lines += [f"  + {doc.title}\n      {ref}" for doc, ref in outcome.filed]
     lines += [f"  ✓ closed {t.ref}: {reason}" for t, reason in outcome.closed]
     return "\n".join(lines)
@@ -236,17 +306,23 @@ def _outcome_text(outcome: ReleaseOutcome) -> str:
 
 @click.command()
 @click.argument("message")
-@click.option("--at", "version", required=True,
-              help="The version the error happened on.")
+@click.option("--at", "version", required=True, help="The version the error happened on.")
 @_algorithm_option
-@click.option("--until", metavar="VERSION",
-              help="Look for the fixing release no further than this one.")
+@click.option(
+    "--until", metavar="VERSION", help="Look for the fixing release no further than this one."
+)
 @_source_options
 @_choice_format("text", "json")
 @_render_options
-def triage(message: str, version: str, algorithms: tuple[str, ...], until: str | None,
-           source: str | None, repo: str | None, no_shipped: bool, quiet: bool, fmt: str,
-           template_dir: Path | None, link_pattern: str | None) -> None:
+def triage(
+    message: str,
+    version: str,
+    algorithms: tuple[str, ...],
+    until: str | None,
+    ws: Workspace,
+    fmt: str,
+    render_options: RenderOptions,
+) -> None:
     """Explain an AttributeError such as "'KimiK25ForConditionalGeneration' object has no
     attribute 'get_embed_and_head'" (MESSAGE, or - to read a traceback from stdin): which
     algorithms require the member, where, which later release fixes it, and the patch."""
@@ -255,7 +331,6 @@ def triage(message: str, version: str, algorithms: tuple[str, ...], until: str |
 
     text = sys.stdin.read() if message == "-" else message
     error = parse_error(text)
-    ws = _workspace(source, repo, no_shipped, quiet)
     src, resolved = ws.resolve(version)
     snap = ws.snapshot_of(src, resolved)
     chosen = _pick_algorithms(snap.interface.algorithms, algorithms)
@@ -265,14 +340,22 @@ def triage(message: str, version: str, algorithms: tuple[str, ...], until: str |
 
         return patch_document(ws.analyse(src, resolved), check)
 
-    doc = triage_document(error, snap.interface, snap.compat, chosen, _describe(ws, snap),
-                          later=_later(ws, src, resolved, until), patch_for=patch_for)
+    doc = triage_document(
+        error,
+        snap.interface,
+        snap.compat,
+        chosen,
+        _describe(ws, snap),
+        later=_later(ws, src, resolved, until),
+        patch_for=patch_for,
+    )
     _flush_warnings(ws)
-    _emit(render("triage", fmt, doc, _render_opts(template_dir, link_pattern)))
+    _emit(render("triage", fmt, doc, render_options))
 
 
-def _later(ws: Workspace, src: Source, version: str, until: str | None
-           ) -> Iterator[tuple[str, Compat]]:
+def _later(
+    ws: Workspace, src: Source, version: str, until: str | None
+) -> Iterator[tuple[str, Compat]]:
     """(version, compat) of the releases after `version`, oldest first, read lazily."""
     from tracker.versions import parse_version
 

@@ -8,6 +8,7 @@ it like the other command modules.
 from __future__ import annotations
 
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 import click
 
@@ -17,9 +18,12 @@ from tracker.cli import (
     _pick_algorithms,
     _render_options,
     _source_options,
-    _workspace,
 )
 from tracker.errors import TrackerError
+
+if TYPE_CHECKING:
+    from tracker.app import Workspace
+    from tracker.render import RenderOptions
 
 
 @click.command()
@@ -66,34 +70,21 @@ def report(
     kind: str,
     graphs: str,
     layout: str,
-    source: str | None,
-    repo: str | None,
-    no_shipped: bool,
-    quiet: bool,
-    template_dir: Path | None,
-    link_pattern: str | None,
+    ws: Workspace,
+    render_options: RenderOptions,
 ) -> None:
     """A static HTML report of RANGE in DIR: models x versions heatmap per algorithm, a
     timeline of interface changes, and the workers' call graphs. Opens from disk; loads
     nothing from the network."""
-    from tracker.render import DEFAULT_LINK
     from tracker.report import ReportOptions, build_report, present_algorithms, write_report
 
     if output.exists() and not output.is_dir():
         raise TrackerError(f"{output} exists and is not a directory")
-    pattern = link_pattern or DEFAULT_LINK
-    try:  # a bad pattern is bad input (exit 2), found before any work is done
-        pattern.format(tag="v0", path="p", line=1)
-    except (KeyError, IndexError, ValueError) as exc:
-        raise TrackerError(
-            f"bad --link-pattern {pattern!r} ({exc!r}): use {{tag}}, {{path}} and {{line}}"
-        ) from exc
-    ws = _workspace(source, repo, no_shipped, quiet)
     snaps = ws.snapshots(range_spec)
     chosen = _pick_algorithms(present_algorithms(snaps), algorithms)
     options = ReportOptions(
-        link_pattern=pattern,
-        template_dir=template_dir,
+        link_pattern=render_options.link_pattern,
+        template_dir=render_options.template_dir,
         graphs=graphs,
         layout=layout,
         kinds=("target", "draft") if kind == "all" else (kind,),
