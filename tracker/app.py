@@ -125,6 +125,10 @@ class Workspace:
         interface = build_interface(version, index)
         compat = build_compat(index, interface)
         analysis = Analysis(tree, index, interface, compat)
+        # Keep the last few: a command asks for one or two versions again (check, then
+        # fix); a range of forty must not hold forty indexes in memory.
+        if len(self._analyses) >= 2:
+            del self._analyses[next(iter(self._analyses))]
         self._analyses[memo] = analysis
         return analysis
 

@@ -92,6 +92,31 @@ def default_jobs() -> int:
     return max(1, os.cpu_count() or 1)
 
 
+class _Recent:
+    """Facts handed out for the last two versions, kept in memory: consecutive releases
+    share most files, and a range should unpickle each of them once, not once per version.
+    Older entries are dropped, so memory stays at about two versions' worth."""
+
+    def __init__(self) -> None:
+        self.current: dict[tuple[str, bool], ModuleFacts] = {}
+        self.previous: dict[tuple[str, bool], ModuleFacts] = {}
+
+    def get(self, key: tuple[str, bool]) -> ModuleFacts | None:
+        found = self.current.get(key) or self.previous.get(key)
+        if found is not None:
+            self.current[key] = found
+        return found
+
+    def put(self, key: tuple[str, bool], facts: ModuleFacts) -> None:
+        self.current[key] = facts
+
+    def next_version(self) -> None:
+        self.previous, self.current = self.current, {}
+
+
+recent = _Recent()
+
+
 def load_facts(
     tree: VersionTree,
     paths: Iterable[str],
@@ -109,10 +134,11 @@ def load_facts(
     for path in sorted(set(paths)):
         cid = files[path]
         full = path not in definitions_only
-        cached = read_cached(base, cid, full)
+        cached = recent.get((cid, full)) or read_cached(base, cid, full)
         if cached is None:
             missing.append((path, cid, full))
         else:
+            recent.put((cid, full), cached)
             result[path] = cached if cached.path == path else cached._replace(path=path)
     total = len(missing)
     if progress is not None:
@@ -123,6 +149,7 @@ def load_facts(
     if workers <= 1 or total < _PARALLEL_THRESHOLD:
         for done, (path, cid, full) in enumerate(missing, 1):
             result[path] = _parse_and_store(base, path, cid, tree.read(path), full)
+            recent.put((cid, full), result[path])
             if progress is not None:
                 progress(done, total)
         return result
@@ -135,6 +162,7 @@ def load_facts(
         for batch_facts in pool.map(_parse_batch, [str(base)] * len(batches), batches):
             for facts in batch_facts:
                 result[facts.path] = facts
+                recent.put((facts.content_id, not facts.definitions_only), facts)
             done += len(batch_facts)
             if progress is not None:
                 progress(done, total)

@@ -71,6 +71,7 @@ class VersionIndex:
         self._function_module: dict[str, str] = {}
         self._imports: dict[str, list[Import]] = {}
         self._mro: dict[str, tuple[list[str], list[Resolution]]] = {}
+        self._resolved: dict[tuple[str, str, str], str | None] = {}
         # function key -> names/attribute chains it returns (for properties)
         self._returned_refs: dict[str, list[str]] = {}
         for facts in self.modules.values():
@@ -85,6 +86,7 @@ class VersionIndex:
             self.modules[facts.module_name] = facts
             self._add_module(facts)
         self._mro.clear()
+        self._resolved.clear()
         self.__dict__.pop("subclasses", None)
 
     def _add_module(self, facts: ModuleFacts) -> None:
@@ -164,6 +166,14 @@ class VersionIndex:
         or an external dotted path prefixed with "ext:". None when unknown."""
         if depth > 6:
             return None
+        if depth:  # inside a chain of re-exports: the depth limit may cut it short
+            return self._resolve_name(module, name, scope, depth)
+        memo_key = (module, name, scope)
+        if memo_key not in self._resolved:
+            self._resolved[memo_key] = self._resolve_name(module, name, scope, 0)
+        return self._resolved[memo_key]
+
+    def _resolve_name(self, module: str, name: str, scope: str, depth: int) -> str | None:
         head, _, rest = name.partition(".")
         # Local definitions win: a class or function of this module.
         for candidate in _scoped(scope, head):

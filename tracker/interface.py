@@ -181,29 +181,36 @@ class _Analysis:
     def _bind_parameters(self) -> dict[str, dict[str, _Binding]]:
         """Parameters that callers pass the model to: `configure(model=self.model)`."""
         bindings: dict[str, dict[str, _Binding]] = {}
-        for _ in range(3):  # helpers that pass the model on to further helpers
-            changed = False
-            for module in self.modules:
-                facts = self.index.modules[module]
+        # First every call that passes a model named by the rules; then, for helpers that
+        # pass it on, only the calls inside functions that just gained a binding.
+        pending: list[str] | None = None
+        for _ in range(4):
+            gained: set[str] = set()
+            if pending is None:
+                calls = [(m, c) for m in self.modules for c in self.index.modules[m].calls]
+            else:
+                calls = [(split_key(fn)[0], c) for fn in pending
+                         for c in self.graph.calls_in(fn)]
+            for module, call in calls:
+                scope = call.context.scope
+                if not scope or (not call.args and not call.keywords):
+                    continue
+                passed = self._passed_models(module, scope, call, bindings)
+                if not passed:
+                    continue
                 local_types = self.graph.local_types(module)
-                for call in facts.calls:
-                    scope = call.context.scope
-                    if not scope or (not call.args and not call.keywords):
+                for callee in self.graph.callees(module, scope, call, local_types):
+                    fn = self.index.functions.get(callee)
+                    if fn is None:
                         continue
-                    passed = self._passed_models(module, scope, call, bindings)
-                    if not passed:
-                        continue
-                    for callee in self.graph.callees(module, scope, call, local_types):
-                        fn = self.index.functions.get(callee)
-                        if fn is None:
-                            continue
-                        for param, binding in _match_params(fn, passed):
-                            slot = bindings.setdefault(callee, {})
-                            if param not in slot:
-                                slot[param] = binding
-                                changed = True
-            if not changed:
+                    for param, binding in _match_params(fn, passed):
+                        slot = bindings.setdefault(callee, {})
+                        if param not in slot:
+                            slot[param] = binding
+                            gained.add(callee)
+            if not gained:
                 break
+            pending = sorted(gained)
         return bindings
 
     def _passed_models(

@@ -16,7 +16,7 @@ from __future__ import annotations
 
 from collections.abc import Callable
 
-from tracker.factstore import Progress, load_facts
+from tracker.factstore import Progress, load_facts, recent
 from tracker.index import VersionIndex
 from tracker.sources.base import SRT_PREFIX, VersionTree
 
@@ -55,6 +55,7 @@ def load_index(
     progress: Progress | None = None,
     on_phase: Callable[[str], None] | None = None,
 ) -> VersionIndex:
+    recent.next_version()
     paths = seed_paths(tree)
     facts = load_facts(tree, paths, progress=progress,
                        definitions_only=frozenset(p for p in paths if not reads_in_full(p)))

@@ -110,7 +110,9 @@ def _text(node: Node) -> str:
 
 
 def _short(node: Node) -> str:
-    text = " ".join(_text(node).split())
+    text = _text(node)
+    if "\n" in text or "  " in text or "\t" in text:
+        text = " ".join(text.split())
     return text if len(text) <= _MAX_TEXT else text[: _MAX_TEXT - 1] + "…"
 
 
@@ -162,6 +164,19 @@ def cond_of(node: Node) -> Cond:
         parts = [c for c in node.named_children if c.type == "string_content"]
         if len(parts) == 1 and not any(c.type == "interpolation" for c in node.named_children):
             return Cond("str", _text(parts[0]))
+    return Cond("other", _short(node))
+
+
+def _value_of(node: Node) -> Cond:
+    """An assigned value, only as deep as the analysis looks at it: a name or attribute
+    chain (aliases), a callee (constructions), a literal; anything else as its text.
+    Building the full tree of every right-hand side was most of the extraction time."""
+    kind = node.type
+    if kind in ("identifier", "attribute"):
+        return Cond("ref", _short(node))
+    if kind == "call":
+        func = node.child_by_field_name("function")
+        return Cond("call", _short(func) if func is not None else "")
     return Cond("other", _short(node))
 
 
@@ -276,12 +291,12 @@ def _reraises(handler: Node) -> bool:
     return False
 
 
-def _build_contexts(intervals: list[_Interval], sites: list[tuple[int, int, Any, int]]) -> None:
-    """Sweep intervals and site positions in byte order; give each site its Context.
-
-    `sites` holds (start_byte, index, setter, rank) where setter(context) stores the
-    context; rank 0 sorts before intervals starting at the same byte, rank 2 after.
-    """
+def _build_contexts(
+    intervals: list[_Interval], sites: list[tuple[int, int, int]], contexts: list[Context | None]
+) -> None:
+    """Sweep intervals and site positions in byte order; store each site's Context in
+    `contexts[slot]`. `sites` holds (start byte, rank, slot): rank 0 sorts before
+    intervals starting at the same byte, rank 2 after."""
     root = Context("")
     # At one position: definitions first (a class's own name lives outside its scope),
     # then intervals outermost first, then the sites inside them.
@@ -290,17 +305,17 @@ def _build_contexts(intervals: list[_Interval], sites: list[tuple[int, int, Any,
         # Same span: the branch (or try body) is outside the function it holds.
         kind_rank = 1 if interval.kind == "scope" else 0
         events.append((interval.start, 1, -interval.end, kind_rank, interval))
-    for pos, order, setter, rank in sites:
-        events.append((pos, rank, 0, order, setter))
+    for pos, rank, slot in sites:
+        events.append((pos, rank, 0, slot, None))
     events.sort(key=lambda e: (e[0], e[1], e[2], e[3]))
     stack: list[_Interval] = []
-    for pos, rank, _neg_end, _order, payload in events:
+    for pos, rank, _neg_end, order, payload in events:
         while stack and stack[-1].end <= pos:
             stack.pop()
         parent = stack[-1].context if stack else root
         assert parent is not None
         if rank != 1:
-            payload(parent)
+            contexts[order] = parent
             continue
         iv: _Interval = payload
         if iv.kind == "scope":
@@ -412,7 +427,7 @@ class _Builder:
     def __init__(self, source: bytes) -> None:
         self.root = _parser().parse(source).root_node
         self.intervals: list[_Interval] = []
-        self.sites: list[tuple[int, int, Any, int]] = []
+        self.sites: list[tuple[int, int, int]] = []  # (start byte, rank, slot)
         self.contexts: list[Context | None] = []
 
     def site(self, node: Node, *, definition: bool = False) -> int:
@@ -420,11 +435,7 @@ class _Builder:
         A definition's context is the one around it, not its own scope."""
         slot = len(self.contexts)
         self.contexts.append(None)
-
-        def store(context: Context, slot: int = slot) -> None:
-            self.contexts[slot] = context
-
-        self.sites.append((node.start_byte, slot, store, 0 if definition else 2))
+        self.sites.append((node.start_byte, 0 if definition else 2, slot))
         return slot
 
     def all_matches(self, names: tuple[str, ...]) -> dict[str, list[dict[str, list[Node]]]]:
@@ -627,7 +638,7 @@ def extract_facts(path: str, content_id: str, source: bytes, *, full: bool = Tru
         alias = _text(alias_nodes[0]) if alias_nodes else None
         import_rows.append((b.site(anchor), module, name, alias, level, _line(anchor)))
 
-    _build_contexts(b.intervals, b.sites)
+    _build_contexts(b.intervals, b.sites, b.contexts)
     ctx = b.contexts
 
     def context(slot: int) -> Context:
@@ -706,7 +717,7 @@ def extract_facts(path: str, content_id: str, source: bytes, *, full: bool = Tru
                 context=context(slot),
                 value_call=value_call,
                 value_names=value_names,
-                value=cond_of(value),
+                value=_value_of(value),
             )
         )
     reads = tuple(

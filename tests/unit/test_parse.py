@@ -633,7 +633,7 @@ def test_an_empty_file_has_no_facts() -> None:
 
 def test_non_utf8_bytes_in_a_string_are_replaced_not_fatal() -> None:
     module = facts(b"x = '\xff'\nf()\n")
-    assert one(module.assigns).value == Cond("str", "\ufffd")
+    assert "\ufffd" in one(module.assigns).value.text
     assert call(module, "f").line == 2
 
 
