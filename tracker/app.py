@@ -14,6 +14,7 @@ from pathlib import Path
 from tracker.cachedir import cache_root
 from tracker.compat import Compat, build_compat
 from tracker.errors import TrackerError
+from tracker.factstore import default_jobs
 from tracker.index import VersionIndex
 from tracker.interface import Interface, build_interface
 from tracker.snapshot import (
@@ -137,70 +138,121 @@ class Workspace:
         return self.snapshot_of(source, version)
 
     def snapshot_of(self, source: Source, version: str) -> Snapshot:
-        builder = current_builder()
-        if source.kind == "pypi" and self.use_shipped:
-            # Releases on the package index never change: the shipped snapshot of a
-            # release is that release's answer as long as the same tool built it.
-            shipped = load_file(shipped_dir() / f"{version}.json")
-            if (
-                shipped is not None
-                and is_current(shipped, builder)
-                and shipped.source.kind == "pypi"
-                and shipped.version == version
-            ):
-                shipped.origin = "shipped"
-                return shipped
-        cache_file: Path | None = None
-        tree: VersionTree | None = None
-        digest = ""
-        if source.kind == "pypi":
-            cache_file = cache_root() / "snapshots" / f"pypi-{version}.json"
-        else:
-            tree = source.tree(version)
-            digest = content_digest(tree.files)
-            if self.use_shipped and source.kind == "git":
-                shipped = load_file(shipped_dir() / f"{version}.json")
-                if (
-                    shipped is not None
-                    and is_current(shipped, builder)
-                    and shipped.content_digest == digest
-                ):
-                    shipped.origin = "shipped"
-                    return shipped
-            cache_file = cache_root() / "snapshots" / f"{source.kind}-{digest}.json"
-        if self.use_cache and cache_file is not None:
-            cached = load_file(cache_file)
-            if (
-                cached is not None
-                and is_current(cached, builder)
-                and (not digest or cached.content_digest == digest)
-                and cached.version == version
-            ):
-                cached.origin = "cache"
-                return cached
+        """The version's snapshot: shipped, cached, or built (and cached)."""
+        found, cache_file, digest = self._lookup(source, version)
+        if found is not None:
+            return found
         analysis = self.analyse(source, version)
-        tree = analysis.tree
         snap = Snapshot(
             version=version,
-            source=tree.identity,
-            content_digest=digest or content_digest(tree.files),
-            builder=builder,
+            source=analysis.tree.identity,
+            content_digest=digest or content_digest(analysis.tree.files),
+            builder=current_builder(),
             interface=analysis.interface,
             compat=analysis.compat,
         )
-        if self.use_cache and cache_file is not None:
+        if self.use_cache:
             try:
                 write_file(cache_file, snap)
             except OSError as exc:
                 self.reporter.warn(f"could not cache the snapshot of {version}: {exc}")
         return snap
 
+    def _lookup(self, source: Source, version: str) -> tuple[Snapshot | None, Path, str]:
+        """(a usable shipped or cached snapshot or None, where a built one is cached, the
+        content digest when it had to be computed)."""
+        builder = current_builder()
+
+        def usable(snap: Snapshot | None, digest: str = "") -> bool:
+            return (
+                snap is not None
+                and is_current(snap, builder)
+                and snap.version == version
+                and (not digest or snap.content_digest == digest)
+            )
+
+        def found(snap: Snapshot | None, origin: str) -> Snapshot:
+            assert snap is not None
+            snap.origin = origin
+            return snap
+
+        if source.kind == "pypi":
+            cache_file = cache_root() / "snapshots" / f"pypi-{version}.json"
+            # Releases on the package index never change: the shipped snapshot of a
+            # release is that release's answer as long as the same tool built it.
+            if self.use_shipped:
+                shipped = load_file(shipped_dir() / f"{version}.json")
+                if usable(shipped) and shipped is not None and shipped.source.kind == "pypi":
+                    return found(shipped, "shipped"), cache_file, ""
+            if self.use_cache and usable(cached := load_file(cache_file)):
+                return found(cached, "cache"), cache_file, ""
+            return None, cache_file, ""
+        # A commit names its content: a snapshot cached for it needs no file listing.
+        commit_of = getattr(source, "commit_of", None)
+        sha = commit_of(version) if commit_of is not None else None
+        by_commit = cache_root() / "snapshots" / f"git-{sha}.json" if sha else None
+        if self.use_cache and by_commit is not None and usable(cached := load_file(by_commit)):
+            return found(cached, "cache"), by_commit, ""
+        digest = content_digest(source.tree(version).files)
+        if self.use_shipped:
+            # The same files as a release: that release's shipped answer holds.
+            shipped = load_file(shipped_dir() / f"{version}.json")
+            if usable(shipped, digest):
+                return found(shipped, "shipped"), by_commit or Path(), digest
+        cache_file = by_commit or cache_root() / "snapshots" / f"{source.kind}-{digest}.json"
+        if self.use_cache and usable(cached := load_file(cache_file), digest):
+            return found(cached, "cache"), cache_file, digest
+        return None, cache_file, digest
+
     def snapshots(self, spec: str) -> list[Snapshot]:
         versions = self.expand(spec)
         if not versions:
             raise TrackerError(f"{spec} names no versions")
+        if self.use_cache and len(versions) > 2 and default_jobs() > 1:
+            self._build_in_parallel(versions)
         out = []
         for i, version in enumerate(versions, 1):
             self.reporter.phase(f"[{i}/{len(versions)}] {version}")
             out.append(self.snapshot_of(self.source, version))
         return out
+
+    def _build_in_parallel(self, versions: list[str]) -> None:
+        """Fill the snapshot cache for the versions that lack one, on every core: first
+        every file the versions share is parsed once (one pool over all of them), then the
+        versions are analysed side by side. The serial loop afterwards only reads."""
+        from tracker.factstore import prefetch
+        from tracker.loader import reads_in_full, seed_paths
+
+        missing = [v for v in versions if self._lookup(self.source, v)[0] is None]
+        if len(missing) < 2:
+            return
+        wanted = []
+        for version in missing:
+            tree = self.source.tree(version)
+            wanted += [(tree, path, reads_in_full(path)) for path in seed_paths(tree)]
+        prefetch(wanted, progress=self.reporter.progress("parsing"))
+        self.reporter.phase(f"analysing {len(missing)} versions")
+        import multiprocessing
+        from concurrent.futures import ProcessPoolExecutor
+
+        # A fresh interpreter per worker: a forked one would share the parent's git
+        # helper processes.
+        context = multiprocessing.get_context("spawn")
+        jobs = [(self.source.kind, self.source.location, v, self.use_shipped) for v in missing]
+        with ProcessPoolExecutor(max_workers=default_jobs(), mp_context=context) as pool:
+            for error in pool.map(_build_snapshot, jobs):
+                if error:
+                    raise TrackerError(error)
+
+
+def _build_snapshot(job: tuple[str, str, str, bool]) -> str:
+    """Worker: build and cache one version's snapshot; '' or the error message."""
+    kind, location, version, use_shipped = job
+    from tracker.sources import open_source
+
+    try:
+        source = open_source(f"{kind}:{location}" if kind != "pypi" else "pypi", None, Path.cwd())
+        Workspace(source, use_shipped=use_shipped).snapshot_of(source, version)
+    except TrackerError as exc:
+        return str(exc)
+    return ""

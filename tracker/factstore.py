@@ -8,6 +8,7 @@ leave only whole, valid entries behind; a corrupt entry is rebuilt.
 
 from __future__ import annotations
 
+import atexit
 import hashlib
 import logging
 import os
@@ -85,6 +86,13 @@ def _parse_batch(base: str, items: list[tuple[str, str, bytes, bool]]) -> list[M
     return [_parse_and_store(Path(base), p, c, d, full) for p, c, d, full in items]
 
 
+def _store_batch(base: str, items: list[tuple[str, str, bytes, bool]]) -> int:
+    """Like _parse_batch, for prefetching: the facts stay in the cache, not sent back."""
+    for p, c, d, full in items:
+        _parse_and_store(Path(base), p, c, d, full)
+    return len(items)
+
+
 def default_jobs() -> int:
     env = os.environ.get("TRACKER_JOBS")
     if env and env.isdigit() and int(env) > 0:
@@ -158,12 +166,65 @@ def load_facts(
     for i, (path, cid, full) in enumerate(missing):
         batches[i % len(batches)].append((path, cid, tree.read(path), full))
     done = 0
-    with ProcessPoolExecutor(max_workers=workers) as pool:
-        for batch_facts in pool.map(_parse_batch, [str(base)] * len(batches), batches):
-            for facts in batch_facts:
-                result[facts.path] = facts
-                recent.put((facts.content_id, not facts.definitions_only), facts)
-            done += len(batch_facts)
+    pool = _pool(workers)
+    for batch_facts in pool.map(_parse_batch, [str(base)] * len(batches), batches):
+        for facts in batch_facts:
+            result[facts.path] = facts
+            recent.put((facts.content_id, not facts.definitions_only), facts)
+        done += len(batch_facts)
+        if progress is not None:
+            progress(done, total)
+    return result
+
+
+_pools: dict[int, ProcessPoolExecutor] = {}
+
+
+def _pool(workers: int) -> ProcessPoolExecutor:
+    """One pool per process, started on first use: a range of releases would otherwise
+    fork fresh workers (from an ever larger parent) for every release."""
+    if workers not in _pools:
+        _pools[workers] = ProcessPoolExecutor(max_workers=workers)
+        if len(_pools) == 1:
+            atexit.register(_shutdown_pools)
+    return _pools[workers]
+
+
+def _shutdown_pools() -> None:
+    for pool in _pools.values():
+        pool.shutdown(cancel_futures=True)
+    _pools.clear()
+
+
+def prefetch(
+    wanted: Iterable[tuple[VersionTree, str, bool]], *, progress: Progress | None = None
+) -> int:
+    """Parse, in one pool, every (tree, path, read in full) whose facts are not cached yet,
+    each content id once however many versions share it. Returns how many were parsed."""
+    base = facts_dir()
+    todo: dict[tuple[str, bool], tuple[VersionTree, str]] = {}
+    for tree, path, full in wanted:
+        cid = tree.files[path]
+        if (cid, full) not in todo and not _entry_path(base, cid, full).is_file():
+            todo[(cid, full)] = (tree, path)
+    total = len(todo)
+    if progress is not None:
+        progress(0, total)
+    if not todo:
+        return 0
+    workers = max(1, min(default_jobs(), total // 16))
+    items = [(path, cid, tree.read(path), full) for (cid, full), (tree, path) in todo.items()]
+    if workers == 1:
+        for done, (path, cid, data, full) in enumerate(items, 1):
+            _parse_and_store(base, path, cid, data, full)
             if progress is not None:
                 progress(done, total)
-    return result
+        return total
+    # Interleaved batches so that big and small files spread over the workers.
+    batches = [items[i :: workers * 8] for i in range(workers * 8)]
+    done = 0
+    for count in _pool(workers).map(_store_batch, [str(base)] * len(batches), batches):
+        done += count
+        if progress is not None:
+            progress(done, total)
+    return total

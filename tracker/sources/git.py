@@ -99,6 +99,7 @@ class GitSource(Source):
         self.url: str | None = text if is_url(text) else None
         self._repo: git.Repo | None = None
         self._tags: list[str] | None = None
+        self._tag_commits: dict[str, str] = {}
         self._trees: dict[str, GitTree] = {}
         if self.url is not None:
             self.location = self.url
@@ -162,6 +163,7 @@ class GitSource(Source):
         except git.GitCommandError as error:
             raise SourceError(f"cannot fetch {self.url}: {_last_line(error)}") from None
         self._tags = None
+        self._tag_commits = {}
         tags = self.versions()
         newest = f", newest {tags[-1]}" if tags else ""
         return f"fetched {self.url}: {len(tags)} release tags{newest}"
@@ -175,9 +177,25 @@ class GitSource(Source):
 
     def _tag_names(self) -> list[str]:
         if self._tags is None:
-            output = self.repo.git.for_each_ref("--format=%(refname:strip=2)", "refs/tags")
-            self._tags = [line for line in output.splitlines() if line]
+            # One call lists every tag with the commit it names (peeled for annotated tags):
+            # resolving a range of tags then needs no process per tag.
+            output = self.repo.git.for_each_ref(
+                "--format=%(refname:strip=2) %(objectname) %(*objectname)", "refs/tags"
+            )
+            self._tags = []
+            for line in output.splitlines():
+                parts = line.split()
+                if not parts:
+                    continue
+                self._tags.append(parts[0])
+                if len(parts) >= 2:
+                    self._tag_commits[parts[0]] = parts[-1]
         return self._tags
+
+    def commit_of(self, version: str) -> str | None:
+        """The commit a resolved version names (a tag's peeled commit), or None."""
+        self._tag_names()
+        return self._tag_commits.get(version) or self._commit_sha(version)
 
     def versions(self) -> list[str]:
         return sort_versions(self._tag_names())
