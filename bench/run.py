@@ -84,7 +84,10 @@ SAMPLE_SECONDS = 0.02
 SCHEMA = "sglang-tracker/bench@1"
 
 # The launcher is what pip writes as the `tracker` console script.
-LAUNCHER = "import sys\nfrom tracker.cli import main\nsys.exit(main())\n"
+# What pip's console script does; guarded, since spawned workers import the main module.
+LAUNCHER = (
+    "import sys\nfrom tracker.cli import main\nif __name__ == '__main__':\n    sys.exit(main())\n"
+)
 COPIED = ("tracker", "queries", "snapshots")
 
 

@@ -2,4 +2,6 @@
 
 from tracker.cli import main
 
-main()
+# Guarded: worker processes started with "spawn" import this module again.
+if __name__ == "__main__":
+    main()
