@@ -10,13 +10,10 @@ import logging
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 from tracker.cachedir import cache_root
-from tracker.compat import Compat, build_compat
 from tracker.errors import TrackerError
-from tracker.factstore import default_jobs
-from tracker.index import VersionIndex
-from tracker.interface import Interface, build_interface
 from tracker.snapshot import (
     Snapshot,
     content_digest,
@@ -27,6 +24,11 @@ from tracker.snapshot import (
     write_file,
 )
 from tracker.sources.base import Source, VersionTree
+
+if TYPE_CHECKING:
+    from tracker.compat import Compat
+    from tracker.index import VersionIndex
+    from tracker.interface import Interface
 
 log = logging.getLogger(__name__)
 
@@ -107,6 +109,8 @@ class Workspace:
         memo = (id(source), version)
         if memo in self._analyses:
             return self._analyses[memo]
+        from tracker.compat import build_compat
+        from tracker.interface import build_interface
         from tracker.loader import load_index
 
         self.reporter.phase(f"reading {version} from {source.describe()}")
@@ -208,6 +212,8 @@ class Workspace:
         versions = self.expand(spec)
         if not versions:
             raise TrackerError(f"{spec} names no versions")
+        from tracker.factstore import default_jobs
+
         if self.use_cache and len(versions) > 2 and default_jobs() > 1:
             self._build_in_parallel(versions)
         out = []
@@ -239,6 +245,8 @@ class Workspace:
         # helper processes.
         context = multiprocessing.get_context("spawn")
         jobs = [(self.source.kind, self.source.location, v, self.use_shipped) for v in missing]
+        from tracker.factstore import default_jobs
+
         with ProcessPoolExecutor(max_workers=default_jobs(), mp_context=context) as pool:
             for error in pool.map(_build_snapshot, jobs):
                 if error:

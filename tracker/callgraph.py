@@ -10,11 +10,13 @@ where the code is dynamic and says nothing where the receiver is unknown.
 from __future__ import annotations
 
 from collections.abc import Iterable
-
-import networkx as nx
+from typing import TYPE_CHECKING
 
 from tracker.facts import Assign, Call
 from tracker.index import VersionIndex, key, split_key
+
+if TYPE_CHECKING:
+    import networkx as nx
 
 
 class CallGraph:
@@ -23,7 +25,9 @@ class CallGraph:
 
     def __init__(self, index: VersionIndex) -> None:
         self.index = index
-        self.graph: nx.DiGraph = nx.DiGraph()
+        import networkx  # deferred: a warm run that reads snapshots never needs it
+
+        self.graph: nx.DiGraph = networkx.DiGraph()
         self._local_types: dict[str, dict[tuple[str, str], list[str]]] = {}
         self._calls: dict[str, list[Call]] = {}
         for facts in index.iter_modules():
@@ -41,7 +45,9 @@ class CallGraph:
                 module, scope = split_key(caller)
                 local_types = self.local_types(module)
                 for call in self._calls.get(caller, ()):
-                    for callee in self.callees(module, scope, call, local_types):
+                    # Sorted: sets iterate in a per-process hash order, and the first edge
+                    # decides between equally short paths; output must not depend on it.
+                    for callee in sorted(set(self.callees(module, scope, call, local_types))):
                         if callee != caller and not self.graph.has_edge(caller, callee):
                             self.graph.add_edge(caller, callee, line=call.line)
         return list(self.graph.successors(caller))

@@ -59,3 +59,23 @@ def test_a_regenerated_snapshot_equals_the_shipped_one(
     shipped = (shipped_dir() / f"{version}.json").read_text()
     assert json.loads(to_json(rebuilt)) == json.loads(shipped)
     assert to_json(rebuilt) == shipped  # byte-identical: ordering is fixed
+
+
+def test_a_snapshot_does_not_depend_on_the_process_hash_seed(use_real_cache: Path,
+                                                             tmp_path: Path) -> None:
+    # v0.5.22 has calls with several equally short paths: the one recorded must not
+    # depend on set iteration order, which changes with PYTHONHASHSEED.
+    import os
+    import subprocess
+    import sys
+
+    outputs = []
+    for seed in ("1", "2"):
+        target = tmp_path / f"snap{seed}.json"
+        env = {**os.environ, "PYTHONHASHSEED": seed, "TRACKER_CACHE_DIR": str(use_real_cache)}
+        result = subprocess.run(
+            [sys.executable, "-m", "tracker", "snapshot", "v0.5.22", "--no-shipped", "-q",
+             "-o", str(target)], env=env, capture_output=True, text=True, check=False)
+        assert result.returncode == 0, result.stderr
+        outputs.append(target.read_bytes())
+    assert outputs[0] == outputs[1]
