@@ -19,9 +19,10 @@ from tracker.snapshot import (
     content_digest,
     current_builder,
     is_current,
+    load_cached,
     load_file,
     shipped_dir,
-    write_file,
+    write_cached,
 )
 from tracker.sources.base import Source, VersionTree
 
@@ -31,6 +32,11 @@ if TYPE_CHECKING:
     from tracker.interface import Interface
 
 log = logging.getLogger(__name__)
+
+
+# Marks the warnings about files (syntax errors, undecodable, too slow to parse) that are
+# repeated whenever the snapshot is used, not only when it is built.
+FILE_WARNING = ": python/"
 
 
 def shipped_versions() -> list[str]:
@@ -120,14 +126,21 @@ class Workspace:
             progress=self.reporter.progress(f"parsing {version}"),
             on_phase=self.reporter.phase,
         )
-        for facts in index.modules.values():
-            if facts.error_lines:
-                self.reporter.warn(
+        file_warnings = []
+        for facts in sorted(index.modules.values(), key=lambda f: f.path):
+            if facts.problem:
+                file_warnings.append(f"{version}: {facts.path}: {facts.problem}")
+            elif facts.error_lines:
+                file_warnings.append(
                     f"{version}: {facts.path} has syntax errors at line(s) "
                     + ", ".join(map(str, facts.error_lines[:5]))
                     + "; analysed what tree-sitter recovered"
                 )
         interface = build_interface(version, index)
+        # Kept with the interface, so a snapshot read from the cache says it again.
+        interface.warnings.extend(file_warnings)
+        for warning in file_warnings:
+            self.reporter.warn(warning)
         compat = build_compat(index, interface)
         analysis = Analysis(tree, index, interface, compat)
         # Keep the last few: a command asks for one or two versions again (check, then
@@ -145,6 +158,9 @@ class Workspace:
         """The version's snapshot: shipped, cached, or built (and cached)."""
         found, cache_file, digest = self._lookup(source, version)
         if found is not None:
+            for warning in found.interface.warnings:
+                if FILE_WARNING in warning:
+                    self.reporter.warn(warning)
             return found
         analysis = self.analyse(source, version)
         snap = Snapshot(
@@ -157,7 +173,7 @@ class Workspace:
         )
         if self.use_cache:
             try:
-                write_file(cache_file, snap)
+                write_cached(cache_file, snap)
             except OSError as exc:
                 self.reporter.warn(f"could not cache the snapshot of {version}: {exc}")
         return snap
@@ -188,14 +204,14 @@ class Workspace:
                 shipped = load_file(shipped_dir() / f"{version}.json")
                 if usable(shipped) and shipped is not None and shipped.source.kind == "pypi":
                     return found(shipped, "shipped"), cache_file, ""
-            if self.use_cache and usable(cached := load_file(cache_file)):
+            if self.use_cache and usable(cached := load_cached(cache_file)):
                 return found(cached, "cache"), cache_file, ""
             return None, cache_file, ""
         # A commit names its content: a snapshot cached for it needs no file listing.
         commit_of = getattr(source, "commit_of", None)
         sha = commit_of(version) if commit_of is not None else None
         by_commit = cache_root() / "snapshots" / f"git-{sha}.json" if sha else None
-        if self.use_cache and by_commit is not None and usable(cached := load_file(by_commit)):
+        if self.use_cache and by_commit is not None and usable(cached := load_cached(by_commit)):
             return found(cached, "cache"), by_commit, ""
         digest = content_digest(source.tree(version).files)
         if self.use_shipped:
@@ -204,7 +220,7 @@ class Workspace:
             if usable(shipped, digest):
                 return found(shipped, "shipped"), by_commit or Path(), digest
         cache_file = by_commit or cache_root() / "snapshots" / f"{source.kind}-{digest}.json"
-        if self.use_cache and usable(cached := load_file(cache_file), digest):
+        if self.use_cache and usable(cached := load_cached(cache_file), digest):
             return found(cached, "cache"), cache_file, digest
         return None, cache_file, digest
 

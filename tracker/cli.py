@@ -299,7 +299,7 @@ def interface(
 
     snap = ws.snapshot(version)
     chosen = _pick_algorithms(snap.interface.algorithms, algorithms)
-    doc = interface_document(snap.interface, _describe(ws, snap), chosen, role)
+    doc = interface_document(snap.interface, _describe(ws, snap, fmt), chosen, role)
     _flush_warnings(ws)
     _emit(render("interface", fmt, doc, render_options))
 
@@ -361,7 +361,7 @@ def diff(
     available = tuple(dict.fromkeys(a.interface.algorithms + b.interface.algorithms))
     chosen = _pick_algorithms(available, algorithms)
     result = compute(a.interface, a.compat, b.interface, b.compat, chosen)
-    doc = diff_document(result, _describe(ws, b))
+    doc = diff_document(result, _describe(ws, b, fmt))
     _flush_warnings(ws)
     _emit(render("diff", fmt, doc, replace(render_options, show_all=show_all)))
     if fail_on == "any" and result.changes:
@@ -372,7 +372,11 @@ def diff(
         raise Failed
 
 
-def _describe(ws: Workspace, snap: Any) -> str:
+def _describe(ws: Workspace, snap: Any, fmt: str = "text") -> str:
+    """The source, and for people (not in JSON, which must not depend on the cache
+    state) where the answer came from."""
+    if fmt == "json":
+        return ws.source.describe()
     origin = {"shipped": "shipped snapshot", "cache": "cached"}.get(snap.origin, "analysed")
     return f"{ws.source.describe()} ({origin})"
 

@@ -102,7 +102,7 @@ def changelog(
 
     a, b, _, chosen = _pair(ws, old, new, algorithms)
     result = diff(a.interface, a.compat, b.interface, b.compat, chosen)
-    doc = changelog_document(result, b.interface, b.compat, _describe(ws, b), show_all)
+    doc = changelog_document(result, b.interface, b.compat, _describe(ws, b, fmt), show_all)
     _flush_warnings(ws)
     _emit(render("changelog", fmt, doc, replace(render_options, show_all=show_all)), output)
 
@@ -149,7 +149,7 @@ def issues(
         )
         return
     if fmt == "json":
-        _emit(to_json(issues_document(docs, a.version, b.version, _describe(ws, b))))
+        _emit(to_json(issues_document(docs, a.version, b.version, _describe(ws, b, 'json'))))
         return
     if not docs:
         click.echo(f"tracker: nothing to file for {a.version} → {b.version}", err=True)
@@ -345,7 +345,7 @@ def triage(
         snap.interface,
         snap.compat,
         chosen,
-        _describe(ws, snap),
+        _describe(ws, snap, fmt),
         later=_later(ws, src, resolved, until),
         patch_for=patch_for,
     )

@@ -174,6 +174,8 @@ class ModuleFacts(NamedTuple):
     error_lines: tuple[int, ...] = ()  # lines of ERROR/MISSING nodes
     # Read with the definition queries only (no calls, reads or conditions): model files.
     definitions_only: bool = False
+    # Why the facts are incomplete or empty (not UTF-8, parse time budget exceeded), or "".
+    problem: str = ""
 
     @property
     def module_name(self) -> str:

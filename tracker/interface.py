@@ -388,9 +388,10 @@ class _Collector:
             pairs, decided = an.context_pairs(module, scope, "runner", "runner",
                                               context.branches)
         for algorithm in sorted({a for a, _ in pairs} - {"NONE"}):
-            bucket[(algorithm, owner, name)].append(_site(
-                an, algorithm, module, path, scope, line, context.branches,
-                _status(decided, ""), "", ""))
+            # No call path: a field read is understood without one, and snapshots omit it.
+            site = _site(an, algorithm, module, path, scope, line, context.branches,
+                         _status(decided, ""), "", "", with_path=False)
+            bucket[(algorithm, owner, name)].append(site)
 
     def call(self, module: str, path: str, call: Call) -> None:
         an = self.an
@@ -529,6 +530,8 @@ def _site(
     status: str,
     guard: str,
     arity: str,
+    *,
+    with_path: bool = True,
 ) -> Site:
     return Site(
         path=path,
@@ -538,7 +541,7 @@ def _site(
         status=status,
         guard=guard,
         arity=arity,
-        call_path=an.path_to(algorithm, module, scope),
+        call_path=an.path_to(algorithm, module, scope) if with_path else (),
     )
 
 

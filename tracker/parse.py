@@ -10,13 +10,14 @@ from __future__ import annotations
 
 import hashlib
 import re
+import time
 from dataclasses import dataclass
 from functools import cache
 from pathlib import Path
 from typing import Any
 
 import tree_sitter_python
-from tree_sitter import Language, Node, Parser, Query, QueryCursor
+from tree_sitter import Language, Node, Parser, Query, QueryCursor, Tree
 
 from tracker.facts import (
     Assign,
@@ -98,6 +99,28 @@ def _parser() -> Parser:
     return Parser(_LANGUAGE)
 
 
+class ParseTimeout(Exception):
+    """tree-sitter took longer than the file's time budget (see parse_tree)."""
+
+
+def parse_tree(source: bytes) -> Tree:
+    """Parse with a time budget: tree-sitter-python is quadratic on long runs of comment
+    lines after a statement, and one generated file must not hang a whole run."""
+    budget = max(5.0, len(source) / 100_000)  # generous: real files parse at ~7 MB/s
+    deadline = time.monotonic() + budget
+
+    def read(offset: int, _point: object) -> bytes:
+        return source[offset : offset + (1 << 20)]
+
+    def cancel(_offset: int, _has_error: bool) -> bool:
+        return time.monotonic() > deadline
+
+    try:
+        return _parser().parse(read, progress_callback=cancel)
+    except ValueError as exc:  # "Parsing failed": the callback cancelled it
+        raise ParseTimeout(f"parsing took longer than {budget:.0f} s") from exc
+
+
 def run_query(name: str, source: bytes) -> list[tuple[int, dict[str, list[Node]]]]:
     """Matches of one query on `source`: for the query fixture tests and debugging."""
     tree = _parser().parse(source)
@@ -123,12 +146,18 @@ def _line(node: Node) -> int:
 # ---------------------------------------------------------------------------- conditions
 
 
-def cond_of(node: Node) -> Cond:
+_MAX_DEPTH = 40  # deeper expressions are kept as text: no recursion limit on generated code
+
+
+def cond_of(node: Node, depth: int = 0) -> Cond:
     """An expression node as a Cond tree (see tracker.facts.Cond)."""
     kind = node.type
+    if depth > _MAX_DEPTH:
+        return Cond("other", _short(node))
+    depth += 1
     if kind == "parenthesized_expression":
         inner = node.named_children
-        return cond_of(inner[0]) if len(inner) == 1 else Cond("other", _short(node))
+        return cond_of(inner[0], depth) if len(inner) == 1 else Cond("other", _short(node))
     if kind == "boolean_operator":
         op_node = node.child_by_field_name("operator")
         op = _text(op_node) if op_node is not None else "and"
@@ -136,18 +165,20 @@ def cond_of(node: Node) -> Cond:
         for side in (node.child_by_field_name("left"), node.child_by_field_name("right")):
             if side is None:
                 continue
-            sub = cond_of(side)
+            sub = cond_of(side, depth)
             args.extend(sub.args if sub.op == op else (sub,))
         return Cond(op, "", tuple(args))
     if kind == "not_operator":
         arg = node.child_by_field_name("argument")
-        return Cond("not", "", (cond_of(arg),)) if arg is not None else Cond("other", "")
+        return Cond("not", "", (cond_of(arg, depth),)) if arg is not None else Cond("other", "")
     if kind == "call":
         func = node.child_by_field_name("function")
         arguments = node.child_by_field_name("arguments")
         call_args: tuple[Cond, ...] = ()
         if arguments is not None and arguments.type == "argument_list":
-            call_args = tuple(cond_of(a) for a in arguments.named_children if a.type != "comment")[
+            call_args = tuple(
+                cond_of(a, depth) for a in arguments.named_children if a.type != "comment"
+            )[
                 :4
             ]
         return Cond("call", _short(func) if func is not None else "", call_args)
@@ -156,10 +187,10 @@ def cond_of(node: Node) -> Cond:
     if kind == "comparison_operator":
         # `0 < k <= 8`: operators in order, comma-separated (some contain spaces: `not in`).
         operators = ",".join(" ".join(_text(c).split()) for c in node.children if not c.is_named)
-        operands = tuple(cond_of(c) for c in node.named_children)
+        operands = tuple(cond_of(c, depth) for c in node.named_children)
         return Cond("cmp", operators, operands)
     if kind in ("tuple", "list", "set"):
-        return Cond("seq", "", tuple(cond_of(c) for c in node.named_children)[:16])
+        return Cond("seq", "", tuple(cond_of(c, depth) for c in node.named_children[:16]))
     if kind == "string":
         parts = [c for c in node.named_children if c.type == "string_content"]
         if len(parts) == 1 and not any(c.type == "interpolation" for c in node.named_children):
@@ -425,7 +456,7 @@ class _Builder:
     """Collects facts of one module; contexts are filled in by the sweep at the end."""
 
     def __init__(self, source: bytes) -> None:
-        self.root = _parser().parse(source).root_node
+        self.root = parse_tree(source).root_node
         self.intervals: list[_Interval] = []
         self.sites: list[tuple[int, int, int]] = []  # (start byte, rank, slot)
         self.contexts: list[Context | None] = []
@@ -447,7 +478,26 @@ class _Builder:
 
 
 def extract_facts(path: str, content_id: str, source: bytes, *, full: bool = True) -> ModuleFacts:
-    """Every fact of one file. Never raises on bad Python: ERROR nodes are recorded."""
+    """Every fact of one file. Never raises on bad input: ERROR nodes are recorded, and a
+    file that cannot be read at all gets empty facts that say why (`problem`)."""
+    problem = ""
+    try:
+        source.decode("utf-8")
+    except UnicodeDecodeError as exc:
+        # Python itself refuses such a file; tree-sitter's text predicates choke on it.
+        problem = f"not UTF-8 (byte {exc.start}); read with the bad bytes replaced"
+        source = source.decode("utf-8", "replace").encode("utf-8")
+    try:
+        facts = _extract(path, content_id, source, full)
+    except ParseTimeout as exc:
+        return ModuleFacts(path, content_id, problem=str(exc), definitions_only=not full)
+    except RecursionError:
+        return ModuleFacts(path, content_id, problem="nested too deeply to analyse",
+                           definitions_only=not full)
+    return facts._replace(problem=problem) if problem else facts
+
+
+def _extract(path: str, content_id: str, source: bytes, full: bool) -> ModuleFacts:
     b = _Builder(source)
     found = b.all_matches(FULL_QUERIES if full else DEFINITION_QUERIES)
 

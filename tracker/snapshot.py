@@ -288,5 +288,27 @@ def write_file(path: Path, snap: Snapshot) -> None:
     write_text_atomic(path, to_json(snap))
 
 
+def write_cached(path: Path, snap: Snapshot) -> None:
+    """A cache copy: the JSON behind a line with its sha256, so that a damaged copy (a
+    flipped digit is still valid JSON) is detected and rebuilt, never served."""
+    text = to_json(snap)
+    digest = hashlib.sha256(text.encode()).hexdigest()
+    write_text_atomic(path, f"sha256:{digest}\n{text}")
+
+
+def load_cached(path: Path) -> Snapshot | None:
+    try:
+        raw = path.read_text(encoding="utf-8")
+    except (OSError, UnicodeDecodeError):
+        return None
+    head, _, text = raw.partition("\n")
+    if head != f"sha256:{hashlib.sha256(text.encode()).hexdigest()}":
+        return None
+    try:
+        return from_json(text)
+    except (ValueError, KeyError, TypeError):
+        return None
+
+
 def is_current(snap: Snapshot, builder: Builder) -> bool:
     return snap.builder == builder
