@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import functools
 import gc
+import logging
 import os
 import sys
 from collections.abc import Callable
@@ -131,7 +132,10 @@ def _emit(text: str, output: Path | None = None) -> None:
         return
     from tracker.atomic import write_text_atomic
 
-    write_text_atomic(output, text)
+    try:
+        write_text_atomic(output, text)
+    except OSError as exc:  # a full disk or a read-only folder: bad input, not a crash
+        raise TrackerError(f"cannot write {output}: {exc.strerror or exc}") from exc
     click.echo(f"wrote {output}", err=True)
 
 
@@ -405,6 +409,14 @@ def main(argv: list[str] | None = None) -> None:
     # The analysis makes millions of small, acyclic objects (facts are tuples): the
     # default thresholds had full collections take a third of a cold run.
     gc.set_threshold(200_000, 50, 1000)
+    # Warnings the pipeline logs (a cache it cannot write, a corrupt entry) read like the
+    # tool's own: one line, "tracker: warning: ...".
+    handler = logging.StreamHandler()
+    handler.setFormatter(logging.Formatter("tracker: warning: %(message)s"))
+    package_log = logging.getLogger("tracker")
+    package_log.addHandler(handler)
+    package_log.setLevel(logging.WARNING)
+    package_log.propagate = False
     try:
         code = cli.main(args=argv, prog_name="tracker", standalone_mode=False)
     except click.exceptions.Abort:

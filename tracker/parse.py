@@ -103,9 +103,19 @@ class ParseTimeout(Exception):
     """tree-sitter took longer than the file's time budget (see parse_tree)."""
 
 
+_COMMENT_RUN = re.compile(rb"(?:^[ \t]*#[^\n]*\n){200,}", re.MULTILINE)
+
+
 def parse_tree(source: bytes) -> Tree:
-    """Parse with a time budget: tree-sitter-python is quadratic on long runs of comment
-    lines after a statement, and one generated file must not hang a whole run."""
+    """Parse; with a time budget when the file has a long run of comment lines, on which
+    tree-sitter-python is quadratic: one generated file must not hang a whole run.
+
+    The budgeted parse reads through a callback, and a tree parsed that way serves every
+    Node.text through the callback again: so it only decides whether the file can be
+    parsed in time, and the tree used is then parsed from the bytes."""
+    parser = _parser()
+    if _COMMENT_RUN.search(source) is None:
+        return parser.parse(source)
     budget = max(5.0, len(source) / 100_000)  # generous: real files parse at ~7 MB/s
     deadline = time.monotonic() + budget
 
@@ -116,9 +126,11 @@ def parse_tree(source: bytes) -> Tree:
         return time.monotonic() > deadline
 
     try:
-        return _parser().parse(read, progress_callback=cancel)
+        parser.parse(read, progress_callback=cancel)
     except ValueError as exc:  # "Parsing failed": the callback cancelled it
+        parser.reset()  # else the next parse resumes this one
         raise ParseTimeout(f"parsing took longer than {budget:.0f} s") from exc
+    return parser.parse(source)
 
 
 def run_query(name: str, source: bytes) -> list[tuple[int, dict[str, list[Node]]]]:
@@ -484,9 +496,17 @@ def extract_facts(path: str, content_id: str, source: bytes, *, full: bool = Tru
     try:
         source.decode("utf-8")
     except UnicodeDecodeError as exc:
-        # Python itself refuses such a file; tree-sitter's text predicates choke on it.
-        problem = f"not UTF-8 (byte {exc.start}); read with the bad bytes replaced"
-        source = source.decode("utf-8", "replace").encode("utf-8")
+        declared = _declared_encoding(source)
+        if declared is not None:
+            # PEP 263: `# -*- coding: latin-1 -*-` makes the file valid Python.
+            try:
+                source = source.decode(declared).encode("utf-8")
+            except (LookupError, UnicodeDecodeError):
+                declared = None
+        if declared is None:
+            # Python itself refuses such a file; tree-sitter's text predicates choke on it.
+            problem = f"not UTF-8 (byte {exc.start}); read with the bad bytes replaced"
+            source = source.decode("utf-8", "replace").encode("utf-8")
     try:
         facts = _extract(path, content_id, source, full)
     except ParseTimeout as exc:
@@ -495,6 +515,18 @@ def extract_facts(path: str, content_id: str, source: bytes, *, full: bool = Tru
         return ModuleFacts(path, content_id, problem="nested too deeply to analyse",
                            definitions_only=not full)
     return facts._replace(problem=problem) if problem else facts
+
+
+_CODING = re.compile(rb"^[ \t\f]*#.*?coding[:=][ \t]*([-\w.]+)")
+
+
+def _declared_encoding(source: bytes) -> str | None:
+    """The PEP 263 encoding declared on the first or second line, if any."""
+    for line in source.split(b"\n", 2)[:2]:
+        found = _CODING.match(line)
+        if found is not None:
+            return found.group(1).decode("ascii", "replace")
+    return None
 
 
 def _extract(path: str, content_id: str, source: bytes, full: bool) -> ModuleFacts:

@@ -280,7 +280,7 @@ def load_file(path: Path) -> Snapshot | None:
     """A snapshot file, or None when it is missing, unreadable or not a snapshot."""
     try:
         return from_json(path.read_text(encoding="utf-8"))
-    except (OSError, ValueError, KeyError, TypeError):
+    except (OSError, ValueError, KeyError, TypeError, AttributeError):
         return None
 
 
@@ -306,7 +306,7 @@ def load_cached(path: Path) -> Snapshot | None:
         return None
     try:
         return from_json(text)
-    except (ValueError, KeyError, TypeError):
+    except (ValueError, KeyError, TypeError, AttributeError):
         return None
 
 

@@ -1,0 +1,513 @@
+"""Faults while the tool writes and reads its files: a process killed mid-write, a write
+that fails half-way (a full disk), corrupt facts-cache entries and cached snapshots. A
+reader must only ever see a whole file or none, and the next run must give the answer a
+clean run gives."""
+
+from __future__ import annotations
+
+import errno
+import hashlib
+import json
+import os
+import pickle
+import signal
+import subprocess
+import sys
+import time
+from collections.abc import Callable, Iterator
+from pathlib import Path
+
+import pytest
+from sgl_trees import build, tree
+
+import tracker.atomic
+from tests.reliability.support import (
+    MAIN,
+    SRT,
+    FailingOs,
+    Run,
+    load_cached_snapshot,
+    run_cli,
+    run_process,
+    split_cached_snapshot,
+    tracker_env,
+)
+from tracker.atomic import write_bytes_atomic
+from tracker.factstore import _decode, _encode, facts_dir, load_facts
+from tracker.parse import extract_facts
+from tracker.snapshot import Builder, Snapshot, load_file, to_json, write_file
+from tracker.sources.base import SourceIdentity, content_id
+from tracker.sources.dir import DirSource
+
+MakeDir = Callable[..., Path]
+WORKER = f"{SRT}speculative/eagle_worker.py"
+
+
+def _files_under(folder: Path) -> list[Path]:
+    return sorted(p for p in folder.rglob("*") if p.is_file()) if folder.exists() else []
+
+
+def _entries(cache: Path) -> list[Path]:
+    return [p for p in _files_under(cache / "facts") if p.name.endswith(".pkl")]
+
+
+# -- a process killed while it writes -----------------------------------------------------------
+
+WRITER = r"""
+import sys
+from pathlib import Path
+sys.path[:0] = [sys.argv[3], sys.argv[3] + "/tests/unit"]
+mode, target = sys.argv[1], Path(sys.argv[2])
+from sgl_trees import build, tree
+from tracker.atomic import write_bytes_atomic
+from tracker.factstore import _parse_and_store
+from tracker.snapshot import Builder, Snapshot, write_file
+from tracker.sources.base import SourceIdentity, content_id
+
+def snapshot(version):
+    built = build(version=version)
+    ident = SourceIdentity("dir", "/x", version, "r")
+    return Snapshot(version, ident, "d", Builder("t", "q", "r"), built.interface, built.compat)
+
+payloads = [b"A" * 3_000_000, b"B" * 5_000_000]
+snaps = [snapshot("v1"), snapshot("v2")]
+source = tree()["python/sglang/srt/speculative/eagle_worker.py"].encode() * 40
+i = 0
+while True:
+    if mode == "atomic":
+        write_bytes_atomic(target, payloads[i % 2])
+    elif mode == "facts":
+        _parse_and_store(target, "python/sglang/srt/speculative/eagle_worker.py",
+                         content_id(source), source)
+    else:
+        write_file(target, snaps[i % 2])
+    if i == 0:
+        print("ready", flush=True)
+    i += 1
+"""
+
+
+def _snapshot(version: str) -> Snapshot:
+    built = build(version=version)
+    identity = SourceIdentity("dir", "/x", version, "r")
+    return Snapshot(version, identity, "d", Builder("t", "q", "r"), built.interface, built.compat)
+
+
+def _kill_writer_repeatedly(mode: str, target: Path, check: Callable[[], None]) -> None:
+    """Start a process writing `target` in a loop, SIGKILL it at varied moments, `check`."""
+    for attempt in range(6):
+        with subprocess.Popen(
+            [sys.executable, "-c", WRITER, mode, str(target), str(MAIN)],
+            stdout=subprocess.PIPE,
+            text=True,
+        ) as process:
+            try:
+                assert process.stdout is not None
+                assert process.stdout.readline() == "ready\n"
+                time.sleep(0.003 + 0.015 * attempt)
+            finally:
+                process.kill()
+                process.wait()
+        check()
+
+
+def test_a_file_written_atomically_is_whole_or_old_whenever_the_writer_is_killed(
+    tmp_path: Path,
+) -> None:
+    target = tmp_path / "out" / "data.bin"
+
+    def check() -> None:
+        data = target.read_bytes()
+        assert data in (b"A" * 3_000_000, b"B" * 5_000_000), (len(data), data[:1])
+
+    _kill_writer_repeatedly("atomic", target, check)
+    write_bytes_atomic(target, b"next run")  # the next run is not hindered by leftovers
+    assert target.read_bytes() == b"next run"
+
+
+def test_a_facts_cache_entry_is_whole_whenever_the_writer_is_killed(tmp_path: Path) -> None:
+    base = tmp_path / "facts"
+    source = tree()[WORKER].encode() * 40
+    cid = content_id(source)
+    expected = extract_facts(WORKER, cid, source)
+    entry = base / cid[:2] / f"{cid}.pkl"
+
+    def check() -> None:
+        assert _decode(entry.read_bytes()) == expected
+
+    _kill_writer_repeatedly("facts", base, check)
+
+
+def test_a_snapshot_file_is_whole_whenever_the_writer_is_killed(tmp_path: Path) -> None:
+    target = tmp_path / "snapshots" / "local.json"
+    wholes = {to_json(_snapshot("v1")), to_json(_snapshot("v2"))}
+
+    def check() -> None:
+        snap = load_file(target)
+        assert snap is not None
+        assert to_json(snap) in wholes
+
+    _kill_writer_repeatedly("snapshot", target, check)
+
+
+def test_a_tracker_killed_mid_run_leaves_a_valid_cache_and_the_next_run_recovers(
+    sgl_dir: MakeDir, tmp_path: Path
+) -> None:
+    extra = {
+        f"{SRT}speculative/gen_{i:03d}.py": tree()[WORKER].replace("EAGLEWorker", f"W{i}") * 20
+        for i in range(160)
+    }
+    root = sgl_dir("many", extra)
+    cache = tmp_path / "killed-cache"
+    env = tracker_env(TRACKER_CACHE_DIR=str(cache), TRACKER_JOBS="2")
+    out = tmp_path / "out.json"
+    args = ["-m", "tracker", "snapshot", "local", "--source", f"dir:{root}", "-o", str(out)]
+    for delay in (0.6, 0.9, 1.2, 1.6):
+        process = subprocess.Popen(
+            [sys.executable, *args], env=env, cwd=MAIN, start_new_session=True
+        )
+        time.sleep(delay)
+        os.killpg(process.pid, signal.SIGKILL)  # the command and its worker processes
+        process.wait()
+        for entry in _entries(cache):
+            assert _decode(entry.read_bytes()) is not None, entry
+        if out.exists():
+            assert load_file(out) is not None
+        for snap in _files_under(cache / "snapshots"):
+            if not snap.name.endswith(".tmp"):
+                assert load_cached_snapshot(snap) is not None, snap
+    assert _entries(cache), "no run got as far as writing the facts cache: kill later"
+
+    again = run_process(*args[2:], env=env)
+    assert again.code == 0, again.stderr
+    clean_out = tmp_path / "clean.json"
+    clean = run_process(
+        *args[2:-1], str(clean_out), env={**env, "TRACKER_CACHE_DIR": str(tmp_path / "clean")}
+    )
+    assert clean.code == 0, clean.stderr
+    assert out.read_bytes() == clean_out.read_bytes()
+
+
+# -- a write that fails half-way ------------------------------------------------------------------
+
+
+def _disk_full() -> OSError:
+    return OSError(errno.ENOSPC, os.strerror(errno.ENOSPC))
+
+
+@pytest.fixture
+def disk_full(monkeypatch: pytest.MonkeyPatch) -> Iterator[None]:
+    monkeypatch.setattr(tracker.atomic, "os", FailingOs(_disk_full))
+    yield
+
+
+@pytest.mark.parametrize(
+    "error", [_disk_full, KeyboardInterrupt, lambda: OSError(errno.EIO, "I/O error")]
+)
+def test_a_write_failing_half_way_keeps_the_old_file_and_leaves_no_temporary(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, error: Callable[[], BaseException]
+) -> None:
+    target = tmp_path / "dir" / "file.json"
+    write_bytes_atomic(target, b"old content")
+    monkeypatch.setattr(tracker.atomic, "os", FailingOs(error))
+    with pytest.raises((OSError, KeyboardInterrupt)):
+        write_bytes_atomic(target, b"new content " * 100_000)
+    assert target.read_bytes() == b"old content"
+    assert [p.name for p in target.parent.iterdir()] == ["file.json"]
+
+
+def test_a_full_disk_while_caching_facts_costs_speed_not_correctness(
+    sgl_dir: MakeDir, cache_dir: Path, disk_full: None
+) -> None:
+    # Contents of their own: no facts of them are remembered in memory from other tests.
+    unique = f"# {cache_dir}\n"
+    root = sgl_dir()
+    for path in root.rglob("*.py"):
+        path.write_text(path.read_text() + unique)
+    source = DirSource(root)
+    local = source.tree()
+    got = load_facts(local, list(local.files), jobs=1)
+    for path, facts in got.items():
+        data = local.read(path)
+        assert facts == extract_facts(path, content_id(data), data)
+    assert _files_under(cache_dir) == []
+
+
+def test_a_full_disk_still_gives_the_answer_and_keeps_no_half_written_file(
+    sgl_dir: MakeDir, cache_dir: Path, tmp_path: Path
+) -> None:
+    root = sgl_dir()
+    args = ("interface", "local", "--source", f"dir:{root}", "--format", "json")
+    expected = run_process(*args, env=tracker_env(TRACKER_CACHE_DIR=str(tmp_path / "healthy")))
+    full = _failing_tracker(*args)
+    assert full.code == 0, full.stderr
+    assert full.stdout == expected.stdout
+    assert _files_under(cache_dir) == []
+    assert any("snapshot" in line and "No space left" in line for line in full.error_lines)
+
+
+def test_a_cache_folder_that_cannot_be_created_costs_speed_not_the_answer(
+    sgl_dir: MakeDir, tmp_path: Path
+) -> None:
+    root = sgl_dir()
+    args = ("interface", "local", "--source", f"dir:{root}", "--format", "json")
+    expected = run_process(*args, env=tracker_env(TRACKER_CACHE_DIR=str(tmp_path / "ok")))
+    blocker = tmp_path / "a-file"
+    blocker.write_text("not a folder\n")
+    run = run_process(*args, env=tracker_env(TRACKER_CACHE_DIR=str(blocker / "cache")))
+    assert run.code == 0, run.stderr
+    assert run.stdout == expected.stdout
+    assert 1 <= len(run.error_lines) <= 2, run.error_lines
+    assert all(line.startswith("tracker: warning:") for line in run.error_lines)
+
+
+# A `tracker` process whose atomic writes fail half-way (forked pool workers inherit it).
+FAILING_TRACKER = r"""
+import errno, os, sys
+sys.path[:0] = [sys.argv[1], sys.argv[1] + "/tests/unit"]
+import tracker.atomic
+from tests.reliability.support import FailingOs
+only = os.environ.get("FAIL_ONLY", "")
+tracker.atomic.os = FailingOs(lambda: OSError(errno.ENOSPC, os.strerror(errno.ENOSPC)), only)
+from tracker.cli import main
+main(sys.argv[2:])
+"""
+
+
+def _failing_tracker(*args: str, only: str = "", env: dict[str, str] | None = None) -> Run:
+    result = subprocess.run(
+        [sys.executable, "-c", FAILING_TRACKER, str(MAIN), *args],
+        env={**(env or tracker_env()), "FAIL_ONLY": only},
+        cwd=MAIN,
+        capture_output=True,
+        text=True,
+        timeout=120,
+        check=False,
+    )
+    return Run(result.returncode, result.stdout, result.stderr)
+
+
+def test_a_full_disk_when_writing_the_output_fails_in_one_line_and_keeps_no_partial_file(
+    sgl_dir: MakeDir, tmp_path: Path
+) -> None:
+    out = tmp_path / "out.json"
+    run = _failing_tracker(
+        "snapshot", "local", "--source", f"dir:{sgl_dir()}", "-o", str(out), only="out.json"
+    )
+    assert run.code == 2
+    assert "Traceback" not in run.stderr
+    assert len(run.error_lines) == 1, run.stderr
+    assert "No space left on device" in run.error_lines[0]
+    assert not out.exists()
+    assert [p for p in tmp_path.iterdir() if p.name.endswith(".tmp")] == []
+
+
+def test_a_full_disk_when_writing_the_output_names_the_file_as_an_error_not_a_crash(
+    sgl_dir: MakeDir, tmp_path: Path
+) -> None:
+    out = tmp_path / "out.json"
+    run = _failing_tracker(
+        "snapshot", "local", "--source", f"dir:{sgl_dir()}", "-o", str(out), only="out.json"
+    )
+    (line,) = run.error_lines
+    assert line.startswith("tracker: error:"), line
+    assert str(out) in line, line
+
+
+def test_a_full_disk_while_caching_facts_is_one_warning_not_one_per_file(
+    sgl_dir: MakeDir,
+) -> None:
+    run = _failing_tracker(
+        "interface", "local", "--source", f"dir:{sgl_dir(generated=20)}", "--format", "json"
+    )
+    assert run.code == 0, run.stderr
+    assert len(run.error_lines) <= 2, run.error_lines[:5]
+    assert all(line.startswith("tracker: ") for line in run.error_lines), run.error_lines[:3]
+
+
+def test_a_full_disk_in_the_worker_processes_still_gives_the_answer(
+    sgl_dir: MakeDir, tmp_path: Path, cache_dir: Path
+) -> None:
+    root = sgl_dir(generated=70)
+    args = ("interface", "local", "--source", f"dir:{root}", "--format", "json")
+    expected = run_process(*args, env=tracker_env(TRACKER_CACHE_DIR=str(tmp_path / "ok")))
+    run = _failing_tracker(*args, env=tracker_env(TRACKER_JOBS="2"))
+    assert run.code == 0, run.stderr
+    assert run.stdout == expected.stdout
+    assert _files_under(cache_dir) == []
+
+
+# -- corrupt facts cache entries ------------------------------------------------------------------
+
+
+def _damage_entry(entry: Path, how: str, other: Path) -> None:
+    blob = entry.read_bytes()
+    if how == "emptied":
+        entry.write_bytes(b"")
+    elif how == "cut inside the header":
+        entry.write_bytes(blob[:10])
+    elif how == "cut in half":
+        entry.write_bytes(blob[: len(blob) // 2])
+    elif how.startswith("a byte flipped in the"):
+        at = {"magic": 1, "checksum": 8, "payload": len(blob) // 2}[how.rsplit(" ", 1)[1]]
+        entry.write_bytes(blob[:at] + bytes([blob[at] ^ 0x40]) + blob[at + 1 :])
+    elif how == "garbage appended":
+        entry.write_bytes(blob + b"\0garbage")
+    elif how == "a checksummed pickle of something else":
+        payload = pickle.dumps({"not": "facts"})
+        entry.write_bytes(blob[:4] + hashlib.sha256(payload).digest()[:16] + payload)
+    elif how == "a directory":
+        entry.unlink()
+        entry.mkdir()
+    elif how == "another file's entry":
+        entry.write_bytes(other.read_bytes())
+    else:
+        raise AssertionError(how)
+
+
+DAMAGES = [
+    "emptied",
+    "cut inside the header",
+    "cut in half",
+    "a byte flipped in the magic",
+    "a byte flipped in the checksum",
+    "a byte flipped in the payload",
+    "garbage appended",
+    "a checksummed pickle of something else",
+    "a directory",
+    "another file's entry",
+]
+
+
+@pytest.mark.parametrize("how", DAMAGES)
+def test_a_corrupt_facts_cache_entry_is_detected_and_rebuilt_with_identical_facts(
+    sgl_dir: MakeDir, cache_dir: Path, how: str
+) -> None:
+    # Every run in a process of its own: facts a process has seen are also kept in memory.
+    root = sgl_dir()
+    args = ("facts", "local", WORKER, "--source", f"dir:{root}", "--format", "json")
+    first = run_process(*args)
+    assert first.code == 0
+    if how == "another file's entry":
+        other = run_process("facts", "local", f"{SRT}models/llama.py", "--source", f"dir:{root}")
+        assert other.code == 0
+    cid = content_id((root / WORKER).read_bytes())
+    base = facts_dir(cache_dir)
+    entry = base / cid[:2] / f"{cid}.pkl"
+    other_cid = content_id((root / SRT / "models" / "llama.py").read_bytes())
+    _damage_entry(entry, how, base / other_cid[:2] / f"{other_cid}.pkl")
+
+    again = run_process(*args)
+    assert again.code == 0, again.stderr
+    assert again.stdout == first.stdout
+    if how != "a directory":
+        rebuilt = _decode(entry.read_bytes())
+        assert rebuilt is not None
+        assert rebuilt.content_id == cid
+
+
+def test_every_facts_entry_corrupt_gives_the_clean_answer(
+    sgl_dir: MakeDir, cache_dir: Path, tmp_path: Path
+) -> None:
+    root = sgl_dir(generated=10)
+    args = ("interface", "local", "--source", f"dir:{root}", "--format", "json")
+    clean = run_process(*args)
+    for entry in _entries(cache_dir):
+        data = entry.read_bytes()
+        entry.write_bytes(data[:-1] + bytes([data[-1] ^ 1]))
+    (snapshot,) = _files_under(cache_dir / "snapshots")
+    snapshot.unlink()
+    again = run_process(*args)
+    assert again.code == 0
+    assert again.stdout == clean.stdout
+    assert all(_decode(e.read_bytes()) is not None for e in _entries(cache_dir))
+
+
+def test_an_entry_written_by_encode_round_trips() -> None:
+    data = tree()[WORKER].encode()
+    facts = extract_facts(WORKER, content_id(data), data)
+    assert _decode(_encode(facts)) == facts
+
+
+# -- corrupt cached snapshots ---------------------------------------------------------------------
+
+
+def _damage_snapshot(path: Path, how: str) -> None:
+    """Damage the JSON of a cached snapshot, leaving any checksum line as it was."""
+    head, text = split_cached_snapshot(path)
+    if how == "truncated":
+        path.write_text(head + text[: len(text) // 3])
+        return
+    if how == "not JSON":
+        path.write_bytes(head.encode() + b"\x00\xff not json")
+        return
+    if how == "another schema":
+        path.write_text(head + json.dumps({"schema": "something/else@9"}))
+        return
+    doc = json.loads(text)
+    if how == "a field missing":
+        del doc["requirements"]
+    elif how == "a list where a mapping belongs":
+        doc["workers"] = []
+    elif how == "a line number changed":
+        doc["requirements"][0]["sites"][0]["line"] += 10
+    else:
+        raise AssertionError(how)
+    path.write_text(head + json.dumps(doc, indent=1, sort_keys=True) + "\n")
+
+
+@pytest.mark.parametrize(
+    "how",
+    [
+        "truncated",
+        "not JSON",
+        "another schema",
+        "a field missing",
+        "a list where a mapping belongs",
+        "a line number changed",
+    ],
+)
+def test_a_corrupt_cached_snapshot_is_rebuilt_not_trusted(
+    sgl_dir: MakeDir, cache_dir: Path, how: str
+) -> None:
+    root = sgl_dir()
+    args = ("interface", "local", "--source", f"dir:{root}", "--format", "json")
+    snapshot_args = ("snapshot", "local", "--source", f"dir:{root}", "-o")
+    first = run_cli(*snapshot_args, str(cache_dir.parent / "first.json"))
+    assert first.code == 0
+    (cached,) = _files_under(cache_dir / "snapshots")
+    _damage_snapshot(cached, how)
+    again = run_process(*args)
+    assert again.code == 0, again.stderr
+    second = run_cli(*snapshot_args, str(cache_dir.parent / "second.json"))
+    assert second.code == 0
+    assert (cache_dir.parent / "second.json").read_text() == (
+        cache_dir.parent / "first.json"
+    ).read_text()
+
+
+@pytest.mark.parametrize(
+    ("field", "value"),
+    [
+        ("workers", []),
+        ("requirements", [1]),
+        ("algorithms", 5),
+        ("source", {}),
+        ("checks", "text"),
+    ],
+)
+def test_load_file_returns_none_for_a_snapshot_of_the_wrong_shape(
+    tmp_path: Path, field: str, value: object
+) -> None:
+    doc = json.loads(to_json(_snapshot("v1")))
+    doc[field] = value
+    (tmp_path / "s.json").write_text(json.dumps(doc))
+    assert load_file(tmp_path / "s.json") is None
+
+
+def test_write_file_then_load_file_is_the_same_snapshot(tmp_path: Path) -> None:
+    snap = _snapshot("v1")
+    write_file(tmp_path / "s.json", snap)
+    loaded = load_file(tmp_path / "s.json")
+    assert loaded is not None
+    assert to_json(loaded) == to_json(snap)
