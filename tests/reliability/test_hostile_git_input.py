@@ -141,28 +141,66 @@ def test_a_tag_missing_from_a_shallow_clone_is_one_clear_error_naming_what_exist
     assert_one_line_error(run, "v0.5.1", "v0.5.3")
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason="BUG: a tag whose commit is absent (shallow clone with the tag ref but not its "
-    "history) or that names a blob is listed by `versions` and then refused with "
-    "'unknown version v0.5.1; nearest known: v0.5.1, ...', naming the asked tag as known "
-    "(GitSource.tree in tracker/sources/git.py raises unknown_version when _commit_sha() "
-    "is None instead of saying the tag's commit is missing / not a commit)",
-)
-@pytest.mark.parametrize("how", ["commit missing from a shallow clone", "tag of a blob"])
-def test_a_tag_that_does_not_lead_to_a_commit_here_is_not_called_unknown_and_known(
-    three_releases: Path, git: GitRunner, tmp_path: Path, how: str
-) -> None:
-    repo = tmp_path / "shallow"
-    git(tmp_path, "clone", "-q", "--depth", "1", three_releases.as_uri(), str(repo))
+def _with_a_broken_tag(source: Path, repo: Path, git: GitRunner, how: str) -> None:
+    """A shallow clone of `source` in `repo` whose tag v0.5.1 does not lead to a commit."""
+    git(repo.parent, "clone", "-q", "--depth", "1", source.as_uri(), str(repo))
     if how == "tag of a blob":
         blob = git(repo, "rev-parse", f"HEAD:{SRT}models/llama.py").strip()
         git(repo, "tag", "v0.5.1", blob)
     else:
         # The tag ref arrived, the commit it names did not (as after fetching tags only).
-        missing = git(three_releases, "rev-parse", "v0.5.1^{commit}").strip()
+        missing = git(source, "rev-parse", "v0.5.1^{commit}").strip()
         (repo / ".git" / "refs" / "tags" / "v0.5.1").write_text(missing + "\n")
-    assert "v0.5.1" in run_cli("versions", "--repo", str(repo)).stdout
+
+
+BROKEN_TAGS = ["commit missing from a shallow clone", "tag of a blob"]
+
+
+@pytest.mark.parametrize(
+    "how",
+    [
+        pytest.param(
+            BROKEN_TAGS[0],
+            marks=pytest.mark.xfail(
+                strict=True,
+                reason="BUG: one tag whose object is missing makes the whole repository "
+                "unusable: GitSource._tag_names (tracker/sources/git.py) lists tags with "
+                "`git for-each-ref --format=... %(*objectname)`, which exits 128 ('fatal: "
+                "missing object ... for refs/tags/v0.5.1'); the GitCommandError is not "
+                "caught, so `versions` and `interface v0.5.3` end with a three-line "
+                "'internal error: GitCommandError: ...' (exit 2)",
+            ),
+        ),
+        BROKEN_TAGS[1],
+    ],
+)
+def test_a_tag_that_leads_to_no_commit_does_not_stop_the_other_tags(
+    three_releases: Path, git: GitRunner, tmp_path: Path, how: str
+) -> None:
+    repo = tmp_path / "shallow"
+    _with_a_broken_tag(three_releases, repo, git, how)
+    versions = run_process("versions", "--repo", str(repo))
+    assert versions.code == 0, versions.stderr
+    assert "v0.5.3" in versions.stdout.split()
+    run = run_process("interface", "v0.5.3", "--repo", str(repo), "--format", "json")
+    assert run.code == 0, run.stderr
+    assert json.loads(run.stdout)["version"] == "v0.5.3"
+
+
+@pytest.mark.xfail(
+    strict=True,
+    reason="BUG: asking for a tag that names a blob gives 'unknown version v0.5.1; nearest "
+    "known: v0.5.1, ...', naming the asked tag as known (GitSource.tree in "
+    "tracker/sources/git.py raises unknown_version when _commit_sha() is None instead of "
+    "saying the tag's commit is missing / not a commit); with the commit missing the "
+    "command ends with a multi-line 'internal error: GitCommandError' instead",
+)
+@pytest.mark.parametrize("how", BROKEN_TAGS)
+def test_asking_for_a_tag_that_leads_to_no_commit_is_one_line_that_says_so(
+    three_releases: Path, git: GitRunner, tmp_path: Path, how: str
+) -> None:
+    repo = tmp_path / "shallow"
+    _with_a_broken_tag(three_releases, repo, git, how)
     run = run_process("interface", "v0.5.1", "--repo", str(repo))
     line = assert_one_line_error(run, "v0.5.1")
     assert "nearest known: v0.5.1" not in line, line
