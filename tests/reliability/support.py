@@ -199,36 +199,7 @@ def assert_one_line_error(run: Run, *needles: str) -> str:
 
 # -- a package index that never leaves this machine ------------------------------------------
 
-FAKE_PIP = r"""
-import os, shutil, sys
-args = sys.argv[1:]
-with open(os.environ["FAKE_PIP_LOG"], "a") as log:
-    log.write(" ".join(args) + "\n")
-if os.environ.get("FAKE_PIP_OFFLINE"):
-    sys.stderr.write(
-        "WARNING: Retrying (Retry(total=0)) after connection broken by 'NewConnectionError("
-        "'<HTTPSConnection>: Failed to establish a new connection: [Errno 111] Connection "
-        "refused')': /simple/sglang/\n"
-        "ERROR: Could not find a version that satisfies the requirement sglang\n"
-        "ERROR: No matching distribution found for sglang\n"
-    )
-    sys.exit(1)
-if args[:2] == ["index", "versions"]:
-    print("sglang (0.5.10)")
-    print("Available versions: " + os.environ["FAKE_PIP_VERSIONS"])
-    sys.exit(0)
-if args[0] == "download":
-    target = args[args.index("-d") + 1]
-    version = args[-1].split("==")[1]
-    for name in sorted(os.listdir(os.environ["FAKE_PIP_WHEELS"])):
-        if name.startswith(f"sglang-{version}-"):
-            shutil.copy(os.path.join(os.environ["FAKE_PIP_WHEELS"], name), target)
-            print(f"Saved {target}/{name}")
-            sys.exit(0)
-    sys.stderr.write(f"ERROR: No matching distribution found for sglang=={version}\n")
-    sys.exit(1)
-sys.exit(2)
-"""
+from tests.fake_pip import FAKE_PIP  # noqa: E402
 
 
 def build_wheel(folder: Path, version: str, files: Mapping[str, str] | None = None) -> Path:
