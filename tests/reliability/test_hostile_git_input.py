@@ -159,18 +159,7 @@ BROKEN_TAGS = ["commit missing from a shallow clone", "tag of a blob"]
 @pytest.mark.parametrize(
     "how",
     [
-        pytest.param(
-            BROKEN_TAGS[0],
-            marks=pytest.mark.xfail(
-                strict=True,
-                reason="BUG: one tag whose object is missing makes the whole repository "
-                "unusable: GitSource._tag_names (tracker/sources/git.py) lists tags with "
-                "`git for-each-ref --format=... %(*objectname)`, which exits 128 ('fatal: "
-                "missing object ... for refs/tags/v0.5.1'); the GitCommandError is not "
-                "caught, so `versions` and `interface v0.5.3` end with a three-line "
-                "'internal error: GitCommandError: ...' (exit 2)",
-            ),
-        ),
+        BROKEN_TAGS[0],
         BROKEN_TAGS[1],
     ],
 )
@@ -218,12 +207,6 @@ def test_a_url_that_cannot_be_cloned_is_one_clear_error_and_leaves_no_clone(
     assert not any((cache_dir / "git").glob("*")) if (cache_dir / "git").exists() else True
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason="BUG: 'cannot clone URL: ' ends with an empty reason: _last_line() in "
-    "tracker/sources/git.py takes the last line of GitCommandError.stderr, which is the "
-    'closing quote gitpython appends ("\'"), and strips it to nothing',
-)
 def test_a_url_that_cannot_be_cloned_says_why(tmp_path: Path) -> None:
     url = (tmp_path / "no-such-repo").as_uri()
     line = assert_one_line_error(run_process("versions", "--repo", url))

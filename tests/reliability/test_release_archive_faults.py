@@ -65,13 +65,6 @@ def test_a_damaged_archive_in_the_cache_is_fetched_again_and_the_answer_is_uncha
     assert sorted(p.name for p in (cache_dir / "pypi").iterdir() if p.name.startswith(".")) == []
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason="BUG: a directory where the cached archive belongs (sglang-0.5.9-...whl/, e.g. "
-    "a wheel unpacked in place) ends the command with 'internal error: IsADirectoryError': "
-    "sources/pypi.py _archive_with_index treats it as a damaged archive and calls "
-    "cached.unlink(), which raises on a directory; expected a fetch again or one clear error",
-)
 def test_a_directory_in_place_of_a_cached_archive_is_a_clear_error_or_fetched_again(
     fake_index: FakeIndex, cache_dir: Path
 ) -> None:

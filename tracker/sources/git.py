@@ -179,9 +179,14 @@ class GitSource(Source):
         if self._tags is None:
             # One call lists every tag with the commit it names (peeled for annotated tags):
             # resolving a range of tags then needs no process per tag.
-            output = self.repo.git.for_each_ref(
-                "--format=%(refname:strip=2) %(objectname) %(*objectname)", "refs/tags"
-            )
+            try:
+                output = self.repo.git.for_each_ref(
+                    "--format=%(refname:strip=2) %(objectname) %(*objectname)", "refs/tags"
+                )
+            except git.GitCommandError:
+                # A tag whose object is missing (a shallow or damaged clone) makes git
+                # refuse to peel; list the names alone and resolve each one when asked.
+                output = self.repo.git.for_each_ref("--format=%(refname:strip=2)", "refs/tags")
             self._tags = []
             for line in output.splitlines():
                 parts = line.split()
@@ -322,8 +327,13 @@ class GitSource(Source):
 
 
 def _last_line(error: Exception) -> str:
-    """The last meaningful line of a git error, for a one-line message."""
+    """The line of a git error that says why (its `fatal:`/`error:` line when there is
+    one, else the last meaningful line), for a one-line message."""
     text = str(getattr(error, "stderr", "") or error)
-    lines = [line.strip() for line in text.splitlines() if line.strip()]
-    last = lines[-1] if lines else type(error).__name__
-    return re.sub(r"^stderr:\s*", "", last).strip("'\" ")
+    lines = [re.sub(r"^stderr:\s*", "", line.strip()).strip("'\" ") for line in text.splitlines()]
+    lines = [line for line in lines if line]
+    for prefix in ("fatal:", "error:"):
+        for line in lines:
+            if line.startswith(prefix):
+                return line
+    return lines[-1] if lines else type(error).__name__

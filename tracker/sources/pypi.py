@@ -238,7 +238,10 @@ class PypiSource(Source):
             if loaded is not None:
                 return (cached, *loaded)
             # Truncated or corrupt (an interrupted copy, a bad disk): fetch it again.
-            cached.unlink(missing_ok=True)
+            if cached.is_dir():  # a wheel unpacked in place of the archive
+                shutil.rmtree(cached)
+            else:
+                cached.unlink(missing_ok=True)
             _index_file(cached).unlink(missing_ok=True)
         archive = self._download(tag)
         loaded = _load_archive(archive)
