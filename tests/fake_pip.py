@@ -4,6 +4,14 @@ Environment: FAKE_PIP_LOG (every call is logged), FAKE_PIP_OFFLINE (fail like an
 unreachable index), FAKE_PIP_VERSIONS (what `index versions` lists), FAKE_PIP_WHEELS (the
 folder `download` copies from)."""
 
+from __future__ import annotations
+
+import shlex
+import sys
+from pathlib import Path
+
+import pytest
+
 FAKE_PIP = r"""
 import os, shutil, sys
 args = sys.argv[1:]
@@ -34,3 +42,18 @@ if args[0] == "download":
     sys.exit(1)
 sys.exit(2)
 """
+
+
+def install(root: Path, monkeypatch: pytest.MonkeyPatch) -> tuple[Path, Path]:
+    """Make TRACKER_PIP run the stand-in from `root`; returns (wheels folder, call log)."""
+    wheels = root / "index"
+    wheels.mkdir()
+    log = root / "pip.log"
+    log.touch()
+    script = root / "fake_pip.py"
+    script.write_text(FAKE_PIP)
+    monkeypatch.setenv("TRACKER_PIP", f"{shlex.quote(sys.executable)} {shlex.quote(str(script))}")
+    monkeypatch.setenv("FAKE_PIP_LOG", str(log))
+    monkeypatch.setenv("FAKE_PIP_WHEELS", str(wheels))
+    monkeypatch.delenv("FAKE_PIP_OFFLINE", raising=False)
+    return wheels, log

@@ -9,7 +9,6 @@ from __future__ import annotations
 import itertools
 import json
 import os
-import shlex
 import subprocess
 import sys
 import textwrap
@@ -199,7 +198,7 @@ def assert_one_line_error(run: Run, *needles: str) -> str:
 
 # -- a package index that never leaves this machine ------------------------------------------
 
-from tests.fake_pip import FAKE_PIP  # noqa: E402
+from tests import fake_pip  # noqa: E402
 
 
 def build_wheel(folder: Path, version: str, files: Mapping[str, str] | None = None) -> Path:
@@ -222,19 +221,8 @@ class FakeIndex:
 
     def __init__(self, root: Path, monkeypatch: pytest.MonkeyPatch) -> None:
         root.mkdir(parents=True, exist_ok=True)
-        self.wheels = root / "index"
-        self.wheels.mkdir()
-        self.log = root / "pip.log"
-        self.log.touch()
-        script = root / "fake_pip.py"
-        script.write_text(FAKE_PIP)
+        self.wheels, self.log = fake_pip.install(root, monkeypatch)
         self._monkeypatch = monkeypatch
-        monkeypatch.setenv(
-            "TRACKER_PIP", f"{shlex.quote(sys.executable)} {shlex.quote(str(script))}"
-        )
-        monkeypatch.setenv("FAKE_PIP_LOG", str(self.log))
-        monkeypatch.setenv("FAKE_PIP_WHEELS", str(self.wheels))
-        monkeypatch.delenv("FAKE_PIP_OFFLINE", raising=False)
         monkeypatch.setenv("FAKE_PIP_VERSIONS", "0.5.10, 0.5.9, 0.5.8")
 
     def go_offline(self) -> None:

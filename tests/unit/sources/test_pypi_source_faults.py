@@ -9,8 +9,6 @@ real index is exercised in tests/integration/test_sources_real.py.
 from __future__ import annotations
 
 import json
-import shlex
-import sys
 import zipfile
 from pathlib import Path
 
@@ -23,7 +21,7 @@ from tracker.sources.pypi import PypiSource
 WORKER = "python/sglang/srt/speculative/eagle_worker.py"
 WORKER_TEXT = b"class EAGLEWorker:\n    def init(self):\n        self.model.get_embed_and_head()\n"
 
-from tests.fake_pip import FAKE_PIP  # noqa: E402
+from tests import fake_pip  # noqa: E402
 
 
 def build_wheel(folder: Path, version: str, *, with_srt: bool = True) -> Path:
@@ -45,18 +43,8 @@ class FakeIndex:
     """Controls the fake pip: what the index serves, whether it is reachable, what was run."""
 
     def __init__(self, root: Path, monkeypatch: pytest.MonkeyPatch) -> None:
-        self.wheels = root / "index"
-        self.wheels.mkdir()
-        self.log = root / "pip.log"
-        self.log.touch()
-        script = root / "fake_pip.py"
-        script.write_text(FAKE_PIP)
+        self.wheels, self.log = fake_pip.install(root, monkeypatch)
         self._monkeypatch = monkeypatch
-        monkeypatch.setenv(
-            "TRACKER_PIP", f"{shlex.quote(sys.executable)} {shlex.quote(str(script))}"
-        )
-        monkeypatch.setenv("FAKE_PIP_LOG", str(self.log))
-        monkeypatch.setenv("FAKE_PIP_WHEELS", str(self.wheels))
         self.serve("0.5.10, 0.5.9, 0.5.9rc1, 0.5.8.post1, 0.5.8, 0.4.10, 0.4.9")
 
     def serve(self, versions: str) -> None:
