@@ -1,6 +1,6 @@
 """Release archives and the package index when things go wrong, through the CLI: damaged
 archives in the cache are fetched again, an unreachable index is one clear line, and what
-is cached keeps working offline. pip is the stand-in of support.FAKE_PIP (no network)."""
+is cached keeps working offline. pip is the stand-in of tests/fake_pip.py (no network)."""
 
 from __future__ import annotations
 
