@@ -96,9 +96,11 @@ class Workspace:
     def expand(self, spec: str) -> list[str]:
         from tracker.errors import SourceError
         from tracker.sources import expand_spec
-        from tracker.versions import expand_range, is_range
+        from tracker.versions import expand_range, is_range, range_ends
 
         if self.source.kind == "pypi" and self.use_shipped and is_range(spec):
+            for end in range_ends(spec):
+                self.source.refuse_unanalysable(end)
             try:
                 known = self.source.versions()
             except SourceError as exc:

@@ -220,7 +220,10 @@ def cli() -> None:
 @_source_options
 @_format_option("text", "json")
 def versions(ws: Workspace, fmt: str) -> None:
-    """List the versions a source has, oldest first."""
+    """List the versions a source has, oldest first.
+
+    The package index lists every release with speculative decoding: from v0.4.1.post4,
+    the first with a speculative worker."""
     names = ws.source.versions()
     _flush_warnings(ws)
     if fmt == "json":

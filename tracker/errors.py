@@ -11,6 +11,10 @@ class UnknownVersionError(TrackerError):
     """A version spec names nothing the source has."""
 
 
+class NoSpeculativeDecodingError(UnknownVersionError):
+    """A release older than the first one with a speculative worker: nothing to analyse."""
+
+
 class SourceError(TrackerError):
     """A source (git repository, package index, directory) cannot give what was asked."""
 

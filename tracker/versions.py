@@ -88,9 +88,7 @@ def expand_range(spec: str, known: Sequence[str]) -> list[str]:
     (an end that is one is kept, since it was asked for by name)."""
     if not is_range(spec):
         return [match_version(spec, known)]
-    first_spec, _, last_spec = spec.partition(RANGE_SEPARATOR)
-    if not first_spec.strip() or not last_spec.strip() or is_range(last_spec):
-        raise TrackerError(f"malformed range {spec!r}: write it as A..B, e.g. v0.5.8..v0.5.12")
+    first_spec, last_spec = range_ends(spec)
     first = match_version(first_spec, known)
     last = match_version(last_spec, known)
     low, high = _version_of(first), _version_of(last)
@@ -99,6 +97,14 @@ def expand_range(spec: str, known: Sequence[str]) -> list[str]:
     inside = [name for name in sort_versions(known) if low <= _version_of(name) <= high]
     # The ends may be pre-releases that sort_versions() dropped: put them back in place.
     return sort_versions({first, last, *inside}, prereleases=True)
+
+
+def range_ends(spec: str) -> tuple[str, str]:
+    """(A, B) of a range `A..B`; a malformed range is an error."""
+    first_spec, _, last_spec = spec.partition(RANGE_SEPARATOR)
+    if not first_spec.strip() or not last_spec.strip() or is_range(last_spec):
+        raise TrackerError(f"malformed range {spec!r}: write it as A..B, e.g. v0.5.8..v0.5.12")
+    return first_spec, last_spec
 
 
 def nearest(spec: str, known: Sequence[str], n: int = 3) -> list[str]:

@@ -60,6 +60,20 @@ def test_an_unknown_tag_names_the_nearest_tags(make_git_repo: object) -> None:
     assert_one_line_error(result, "unknown version v0.1.5", "v0.1.0", "v0.2.0")
 
 
+@pytest.mark.parametrize(
+    "args", [["interface", "v0.3.0"], ["matrix", "v0.4.0..v0.4.5", "-a", "EAGLE"]]
+)
+def test_a_release_before_speculative_decoding_says_so_in_one_line(
+    args: list[str], tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # No index is needed to know it: a pip that cannot run would show in the message.
+    monkeypatch.setenv("TRACKER_PIP", str(tmp_path / "no-such-pip"))
+    result = tracker(*args, cwd=tmp_path)
+    assert_one_line_error(result, "predates speculative decoding",
+                          "v0.4.1.post4 is the first release with a speculative worker")
+    assert result.stdout == ""
+
+
 def test_unknown_options_are_usage_errors() -> None:
     result = tracker("diff", "--bogus")
     assert result.returncode == 2

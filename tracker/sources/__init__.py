@@ -17,7 +17,7 @@ from tracker.sources.base import Source, VersionTree
 from tracker.sources.dir import DirSource
 from tracker.sources.git import GitSource, is_url, sglang_checkout_at
 from tracker.sources.pypi import PypiSource
-from tracker.versions import expand_range, is_range
+from tracker.versions import expand_range, is_range, range_ends
 
 __all__ = [
     "DirSource",
@@ -85,6 +85,8 @@ def expand_spec(source: Source, spec: str) -> list[str]:
     """The versions one spec names on `source`: every release of a range `A..B` (release
     order, both ends included), else the one resolved version."""
     if is_range(spec):
+        for end in range_ends(spec):
+            source.refuse_unanalysable(end)
         # A range's ends are matched against the source's releases, then resolved by the
         # source itself so the names are the ones it serves.
         return [source.resolve(name) for name in expand_range(spec, source.versions())]

@@ -61,6 +61,11 @@ class Source(ABC):
         """Canonical version name for one spec (`0.5.9`, `v0.5.9`, `latest`, a commit-ish
         for git); raises UnknownVersionError naming the nearest known versions."""
 
+    # Not abstract: only the package index leaves releases out; git and dir serve all.
+    def refuse_unanalysable(self, spec: str) -> None:  # noqa: B027
+        """Raise a TrackerError saying why when `spec` names a version this source leaves
+        out on purpose (a release from before speculative decoding); else do nothing."""
+
     @abstractmethod
     def tree(self, version: str) -> VersionTree:
         """The files of a resolved version; raises NotSGLangError when it holds no

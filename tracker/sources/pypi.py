@@ -29,7 +29,12 @@ from packaging.version import Version
 
 from tracker.atomic import write_text_atomic
 from tracker.cachedir import cache_root
-from tracker.errors import NotSGLangError, SourceError, TrackerError
+from tracker.errors import (
+    NoSpeculativeDecodingError,
+    NotSGLangError,
+    SourceError,
+    TrackerError,
+)
 from tracker.sources.base import Source, SourceIdentity, VersionTree, content_id
 from tracker.versions import (
     canonical_tag,
@@ -40,7 +45,12 @@ from tracker.versions import (
 )
 
 PACKAGE = "sglang"
-OLDEST_RELEASE = Version("0.4.10")  # the oldest release the tool's analysis is kept working on
+# The first release with a speculative worker, and so the oldest one the tool lists and
+# analyses. Found in the archives on the index: v0.4.1.post2 and .post3 hold only a stub
+# `sglang/srt/speculative/spec_info.py` (the enum, nothing uses it); v0.4.1.post4 adds
+# `speculative/eagle_worker.py` (EAGLEWorker), the `--speculative-algorithm` server argument
+# and the scheduler code that starts the worker. Earlier releases have no `speculative/`.
+FIRST_SPECULATIVE_RELEASE = Version("0.4.1.post4")
 WHEEL_ROOT = "sglang/"
 WHEEL_SRT = "sglang/srt/"
 REPO_PREFIX = "python/"
@@ -143,8 +153,9 @@ class PypiSource(Source):
     # -- Source -------------------------------------------------------------------------------
 
     def versions(self) -> list[str]:
-        """Releases from v0.4.10 on, oldest first, asking the index; the cached list (plus
-        the cached archives) when the index cannot be reached."""
+        """Releases with speculative decoding (FIRST_SPECULATIVE_RELEASE on), oldest first,
+        asking the index; the cached list (plus the cached archives) when the index cannot be
+        reached."""
         if self._versions is None:
             self._versions = self._list_versions()
         return list(self._versions)
@@ -152,11 +163,21 @@ class PypiSource(Source):
     def resolve(self, spec: str) -> str:
         if is_range(spec):
             raise TrackerError(f"{spec} is a range; give one version here")
+        self.refuse_unanalysable(spec)
         tag = canonical_tag(spec)
         # A release already in the cache needs no index: this is what keeps work offline.
         if tag is not None and _supported(tag) and self._cached_archive(tag) is not None:
             return tag
         return match_version(spec, self.versions())
+
+    def refuse_unanalysable(self, spec: str) -> None:
+        # Decided from the version alone, so the answer needs no index and no download.
+        version = parse_version(spec)
+        if version is not None and version < FIRST_SPECULATIVE_RELEASE:
+            raise NoSpeculativeDecodingError(
+                f"{PACKAGE} {canonical_tag(spec)} predates speculative decoding: "
+                f"v{FIRST_SPECULATIVE_RELEASE} is the first release with a speculative worker"
+            )
 
     def tree(self, version: str) -> PypiTree:
         tag = self.resolve(version)
@@ -363,7 +384,9 @@ def _verify_zip(archive: Path) -> str | None:
 
 def _supported(tag: str) -> bool:
     version = parse_version(tag)
-    return version is not None and not version.is_prerelease and version >= OLDEST_RELEASE
+    return (
+        version is not None and not version.is_prerelease and version >= FIRST_SPECULATIVE_RELEASE
+    )
 
 
 def _release_tags(versions: Iterable[str]) -> list[str]:

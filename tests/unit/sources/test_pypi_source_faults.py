@@ -14,9 +14,16 @@ from pathlib import Path
 
 import pytest
 
-from tracker.errors import NotSGLangError, SourceError, UnknownVersionError
+from tracker.errors import (
+    NoSpeculativeDecodingError,
+    NotSGLangError,
+    SourceError,
+    UnknownVersionError,
+)
+from tracker.sources import expand_spec
 from tracker.sources.base import content_id
 from tracker.sources.pypi import PypiSource
+from tracker.versions import canonical_tag
 
 WORKER = "python/sglang/srt/speculative/eagle_worker.py"
 WORKER_TEXT = b"class EAGLEWorker:\n    def init(self):\n        self.model.get_embed_and_head()\n"
@@ -73,10 +80,14 @@ def cache(tmp_path: Path) -> Path:
 # -- listing releases ---------------------------------------------------------------------------
 
 
-def test_releases_from_0_4_10_on_are_listed_oldest_first_without_prereleases(
+def test_releases_from_the_first_with_a_speculative_worker_on_are_listed_without_prereleases(
     index: FakeIndex,
 ) -> None:
-    assert PypiSource().versions() == ["v0.4.10", "v0.5.8", "v0.5.8.post1", "v0.5.9", "v0.5.10"]
+    index.serve("0.5.10, 0.5.9, 0.5.9rc1, 0.5.8.post1, 0.4.10, 0.4.9, 0.4.1.post4, 0.4.1.post3, "
+                "0.4.1, 0.3.0")
+    assert PypiSource().versions() == [
+        "v0.4.1.post4", "v0.4.9", "v0.4.10", "v0.5.8.post1", "v0.5.9", "v0.5.10"
+    ]
 
 
 def test_pip_is_asked_for_one_fixed_platform_so_platform_wheels_are_found(
@@ -159,11 +170,33 @@ def test_a_version_the_index_does_not_have_names_the_nearest_releases(index: Fak
     assert index.calls("download") == []
 
 
-def test_a_release_older_than_0_4_10_is_unknown_even_when_the_index_has_it(
+@pytest.mark.parametrize("spec", ["v0.4.1.post3", "0.3.0", "v0.0.1"])
+def test_a_release_before_speculative_decoding_is_refused_in_one_line_without_the_index(
+    index: FakeIndex, spec: str
+) -> None:
+    index.serve("0.5.9, 0.4.1.post4, 0.4.1.post3, 0.3.0")
+    with pytest.raises(NoSpeculativeDecodingError) as caught:
+        PypiSource().tree(spec)
+    assert str(caught.value) == (
+        f"sglang {canonical_tag(spec)} predates speculative decoding: v0.4.1.post4 is the first "
+        "release with a speculative worker"
+    )
+    assert index.log.read_text() == ""  # decided from the version: no listing, no download
+
+
+def test_a_range_that_starts_before_speculative_decoding_is_refused_the_same_way(
     index: FakeIndex,
 ) -> None:
-    with pytest.raises(UnknownVersionError, match=r"nearest known: v0\.4\.10"):
-        PypiSource().resolve("v0.4.9")
+    index.serve("0.5.9, 0.4.1.post4, 0.4.1.post3, 0.3.0")
+    with pytest.raises(NoSpeculativeDecodingError, match=r"^sglang v0\.3\.0 predates"):
+        expand_spec(PypiSource(), "v0.3.0..v0.5.9")
+    assert expand_spec(PypiSource(), "v0.4.1.post4..v0.5.9") == ["v0.4.1.post4", "v0.5.9"]
+
+
+def test_the_first_release_with_speculative_decoding_is_served(index: FakeIndex) -> None:
+    index.serve("0.5.9, 0.4.1.post4, 0.4.1.post3")
+    build_wheel(index.wheels, "0.4.1.post4")
+    assert WORKER in PypiSource().tree("0.4.1.post4").files
 
 
 def test_a_failed_download_is_a_source_error_with_pips_reason(index: FakeIndex) -> None:
