@@ -29,7 +29,9 @@ class ReceiverRule:
     def member_of(self, receiver: str, member: str) -> tuple[str, str] | None:
         """(member, kind) when `receiver.member` touches the model this rule names:
         the member itself when the receiver is the model, or the first name after the
-        model when the receiver reaches further (`<model>.model.embed_tokens`)."""
+        model when the receiver reaches further (`<model>.model.embed_tokens`). A name
+        called right there (`<model>.get_hot_token_id().to(...)`) is left out: that call
+        is a site of its own, and counting it here would list the member twice."""
         found = self.regex.fullmatch(receiver)
         if found is not None:
             return member, "direct"
@@ -37,7 +39,7 @@ class ReceiverRule:
         if found is not None and receiver[found.end() :].startswith("."):
             rest = receiver[found.end() + 1 :]
             head = re.match(r"[A-Za-z_][A-Za-z0-9_]*", rest)
-            if head is not None:
+            if head is not None and not rest[head.end() :].startswith("("):
                 return head.group(0), "attribute"
         return None
 

@@ -3,7 +3,7 @@ aliases, calls across modules and renamed workers."""
 
 from __future__ import annotations
 
-from sgl_trees import SRT, build, line_of
+from sgl_trees import BASE, SRT, build, line_of
 
 from tracker.interface import Interface, Requirement
 
@@ -304,3 +304,23 @@ def test_a_class_with_only_the_alternative_member_is_ok() -> None:
     check = built.compat.check_for("AltForCausalLM", "EAGLE3")
     assert check is not None and check.status == "ok"
     assert check.provisions[0].how == "alternative"
+
+
+def test_a_model_method_called_inside_a_longer_chain_is_one_call_requirement() -> None:
+    # v0.4.4.post2 to v0.4.8 take the hot tokens as
+    # `self.draft_model_runner.model.get_hot_token_id().to(embed.device)`: the `.to` call's
+    # receiver reaches past the model, but the member it names is the call already listed.
+    worker = BASE["speculative/eagle_worker.py"].replace(
+        "self.draft_model_runner.model.set_embed(embed)",
+        "self.draft_model_runner.model.set_embed(embed)\n"
+        "            self.hot = self.draft_model_runner.model.get_hot_token_id().to(embed.device)\n"
+        "            self.head = self.draft_model_runner.model.lm_head.weight",
+    )
+    itf = build({"speculative/eagle_worker.py": worker}).interface
+    draft = itf.for_algorithm("EAGLE3", "draft")
+    assert [(r.kind, r.arities) for r in draft if r.member == "get_hot_token_id"] == [
+        ("call", ("0",))
+    ]
+    # A name read (not called) past the model is still the member touched.
+    head = req(itf, "EAGLE3", "draft", "lm_head")
+    assert head is not None and head.kind == "attribute"
