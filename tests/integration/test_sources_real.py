@@ -23,10 +23,12 @@ WORKER = "python/sglang/srt/speculative/eagle_worker.py"
 RealTree = Callable[[str], VersionTree]
 
 
-def test_the_index_lists_releases_from_v0_4_10_in_release_order(real_pypi: PypiSource) -> None:
+def test_the_index_lists_releases_from_v0_4_1_post4_in_release_order(
+    real_pypi: PypiSource,
+) -> None:
     versions = real_pypi.versions()
-    assert versions[0] == "v0.4.10"
-    for tag in ("v0.4.10", "v0.5.8.post1", "v0.5.9", "v0.5.23"):
+    assert versions[0] == "v0.4.1.post4"
+    for tag in ("v0.4.5", "v0.4.10", "v0.5.8.post1", "v0.5.9", "v0.5.23"):
         assert tag in versions
     order = [versions.index(tag) for tag in ("v0.5.8", "v0.5.8.post1", "v0.5.9", "v0.5.10")]
     assert order == sorted(order)
