@@ -1,5 +1,5 @@
 """`tracker graph`: EAGLE3's worker call graph at v0.5.9 in the three formats, read back by
-networkx and a DOT reader; goldens of the three renders of a tiny tree."""
+networkx, the schema and a DOT reader; goldens of the three renders of a tiny tree."""
 
 from __future__ import annotations
 
@@ -16,6 +16,7 @@ import networkx as nx
 import pytest
 from click.testing import Result
 from dot_text import parse_dot
+from schema_check import assert_valid
 from sgl_trees import tree
 
 from tracker.sources.pypi import PypiSource
@@ -79,6 +80,13 @@ def test_the_eagle3_graph_leads_from_the_worker_through_the_runner_to_both_targe
     assert init["line"] < 622  # the function's own line, above the site in its body
     assert graph.nodes[EAGLE_WORKER]["entry"] == "worker"
     assert graph.graph["workers"] == "EAGLEWorker, EAGLEWorkerV2"
+
+
+@pytest.mark.realdata
+def test_the_json_graph_validates_against_its_schema(v059: dict[str, Result]) -> None:
+    doc = json.loads(v059["json"].stdout)
+    assert doc["schema"] == "sglang-tracker/graph@1"
+    assert_valid(doc)
 
 
 @pytest.mark.realdata
