@@ -5,7 +5,7 @@ use every schema in schemas/."""
 from __future__ import annotations
 
 import json
-from collections.abc import Callable, Iterator
+from collections.abc import Callable
 from contextlib import AbstractContextManager
 from pathlib import Path
 from typing import Any
@@ -72,8 +72,7 @@ def documents(
     cli_run: Tracker,
     real_pypi: PypiSource,
     tmp_path_factory: pytest.TempPathFactory,
-    monkeypatch_module: pytest.MonkeyPatch,
-) -> Iterator[dict[str, Any]]:
+) -> dict[str, Any]:
     for release in RELEASES:  # downloaded once into the test cache; offline from here on
         real_pypi.tree(release)
     tmp = tmp_path_factory.mktemp("documents")
@@ -90,16 +89,10 @@ def documents(
         # watch into a directory: KimiK25's issue, filed at v0.5.9, is closed at v0.5.10.
         docs |= _watch(cli_run, tmp, ["--out", str(tmp / "watched")], "watch-dir")
         docs["watch-dir-index"] = _read(tmp / "watched" / "issues.json")
-        monkeypatch_module.setenv("GITHUB_TOKEN", TOKEN)
-        with fake_github() as (url, _):
+        with pytest.MonkeyPatch.context() as mp, fake_github() as (url, _):
+            mp.setenv("GITHUB_TOKEN", TOKEN)
             docs |= _watch(cli_run, tmp, ["--post", REPO, "--api-url", url], "watch-github")
-        yield docs
-
-
-@pytest.fixture(scope="module")
-def monkeypatch_module() -> Iterator[pytest.MonkeyPatch]:
-    with pytest.MonkeyPatch.context() as mp:
-        yield mp
+    return docs
 
 
 NAMES = [
