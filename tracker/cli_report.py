@@ -132,9 +132,11 @@ def graph(
     output: Path | None,
     ws: Workspace,
 ) -> None:
-    """ALGORITHM's worker call graph at VERSION: every function on a call path from its
-    worker entry points to a function that touches the target or draft model, with
-    path:line, and each of those sites marked with its role, member and status."""
+    """An algorithm's worker call graph at VERSION, as DOT, GraphML or JSON.
+
+    Every function on a call path from the algorithm's worker entry points to a function
+    that touches the target or draft model, with its path:line, and each of those sites
+    marked with its role, member and status. Read from the version's source."""
     from tracker.graph import ROLES, build_graph, graph_document, to_dot, to_graphml
     from tracker.render import to_json
 
