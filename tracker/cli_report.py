@@ -1,8 +1,9 @@
-"""The `report` command: a static HTML report (heatmap, timeline, call graphs) of a range.
+"""The commands that draw: `report`, a static HTML report (heatmap, timeline, call graphs)
+of a range, and `graph`, one algorithm's worker call graph as DOT, GraphML or JSON.
 
-A module of its own so that the report's options (output directory, which versions get
-call graphs, the layout engine) do not crowd the other commands; `tracker.cli` registers
-it like the other command modules.
+A module of its own so that their options (output directory, which versions get call
+graphs, the layout engine, graph formats) do not crowd the other commands; `tracker.cli`
+registers it like the other command modules.
 """
 
 from __future__ import annotations
@@ -14,6 +15,7 @@ import click
 
 from tracker.cli import (
     ALGORITHM_HELP,
+    _emit,
     _flush_warnings,
     _pick_algorithms,
     _render_options,
@@ -103,5 +105,62 @@ def report(
     )
 
 
+@click.command()
+@click.argument("version")
+@click.option("-a", "--algorithm", "algorithm", required=True, help=ALGORITHM_HELP)
+@click.option("--role", type=click.Choice(["target", "draft"]), help="Only this role's sites.")
+@click.option(
+    "--format",
+    "fmt",
+    type=click.Choice(["dot", "graphml", "json"]),
+    default="dot",
+    show_default=True,
+    help="Output format: graphviz DOT, GraphML, or networkx node-link JSON.",
+)
+@click.option(
+    "-o",
+    "--output",
+    type=click.Path(dir_okay=False, path_type=Path),
+    help="Write the graph to this file instead of stdout.",
+)
+@_source_options
+def graph(
+    version: str,
+    algorithm: str,
+    role: str | None,
+    fmt: str,
+    output: Path | None,
+    ws: Workspace,
+) -> None:
+    """An algorithm's worker call graph at VERSION, as DOT, GraphML or JSON.
+
+    Every function on a call path from the algorithm's worker entry points to a function
+    that touches the target or draft model, with its path:line, and each of those sites
+    marked with its role, member and status. Read from the version's source."""
+    from tracker.graph import ROLES, build_graph, graph_document, to_dot, to_graphml
+    from tracker.render import to_json
+
+    src, resolved = ws.resolve(version)
+    analysis = ws.analyse(src, resolved)
+    (name,) = _pick_algorithms(analysis.interface.algorithms, (algorithm,))
+    found = build_graph(
+        analysis.index,
+        analysis.interface,
+        name,
+        src.describe(),
+        (role,) if role else ROLES,
+    )
+    if not found.graph["workers"]:
+        click.echo(f"tracker: note: no worker class found for {name} at {resolved}", err=True)
+    _flush_warnings(ws)
+    if fmt == "json":
+        _emit(to_json(graph_document(found)), output)
+    elif fmt == "graphml":
+        _emit(to_graphml(found), output)
+    else:
+        _emit(to_dot(found), output)
+
+
 def register(group: click.Group) -> None:
     group.add_command(report)
+    group.add_command(graph)

@@ -1,4 +1,4 @@
-"""Where the data files shipped with the tool live (queries and role rules)."""
+"""Where the data files shipped with the tool live (queries and role rules, JSON Schemas)."""
 
 from __future__ import annotations
 
@@ -6,9 +6,19 @@ from importlib import resources
 from pathlib import Path
 
 
-def queries_dir() -> Path:
-    """`queries/` as shipped in the wheel (tracker/queries), else the source checkout's."""
-    packaged = resources.files("tracker") / "queries"
+def _data_dir(name: str) -> Path:
+    """`name/` as shipped in the wheel (tracker/<name>), else the source checkout's."""
+    packaged = resources.files("tracker") / name
     if packaged.is_dir():
         return Path(str(packaged))
-    return Path(__file__).resolve().parent.parent / "queries"
+    return Path(__file__).resolve().parent.parent / name
+
+
+def queries_dir() -> Path:
+    """`queries/`: the tree-sitter queries and the role rules."""
+    return _data_dir("queries")
+
+
+def schemas_dir() -> Path:
+    """`schemas/`: the JSON Schemas of the documents the tool writes, one per `schema` id."""
+    return _data_dir("schemas")

@@ -1,0 +1,137 @@
+"""Every JSON document the tool writes, produced by the real commands on real releases
+(v0.5.8 … v0.5.10), validates against the schema its `schema` field names; together they
+use every schema in schemas/."""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Callable
+from contextlib import AbstractContextManager
+from pathlib import Path
+from typing import Any
+
+import pytest
+from click.testing import Result
+from fake_github import REPO, TOKEN, fake_github
+from schema_check import errors, schemas
+
+from tracker.sources.pypi import PypiSource
+
+pytestmark = pytest.mark.realdata
+
+Tracker = Callable[..., Result]
+KIMI = "KimiK25ForConditionalGeneration"
+KIMI_ERROR = f"AttributeError: '{KIMI}' object has no attribute 'get_embed_and_head'"
+RELEASES = ("v0.5.8", "v0.5.8.post1", "v0.5.9", "v0.5.10")
+
+# name -> tracker arguments of a command that prints a JSON document
+PRINTED: dict[str, list[str]] = {
+    "versions": ["versions", "--format", "json"],
+    "interface": ["interface", "v0.5.9", "--format", "json"],
+    "diff": ["diff", "v0.5.8", "v0.5.10", "--all", "--format", "json"],
+    "check": ["check", "v0.5.9", "--all", "--kind", "all", "--format", "json"],
+    "check-patched": [
+        "check", "--requirements", "v0.5.10", "--models", "v0.5.9", "-a", "EAGLE3",
+        "--format", "json",
+    ],
+    "matrix": ["matrix", "v0.5.8..v0.5.10", "--kind", "all", "--format", "json"],
+    "history": ["history", KIMI, "v0.5.8..v0.5.10", "--format", "json"],
+    "why": ["why", "set_eagle3_layers_to_capture", "--at", "v0.5.9", "--format", "json"],
+    "changelog": ["changelog", "v0.5.8", "v0.5.10", "--all", "--format", "json"],
+    "issues": ["issues", "v0.5.8", "v0.5.10", "--format", "json"],
+    "triage": ["triage", KIMI_ERROR, "--at", "v0.5.9", "--format", "json"],
+    "facts": [
+        "facts", "v0.5.9", "python/sglang/srt/speculative/eagle_worker.py", "--format", "json",
+    ],
+    "graph": ["graph", "v0.5.9", "-a", "EAGLE3", "--format", "json"],
+}
+
+
+def _json(result: Result) -> Any:
+    assert result.exit_code == 0, result.stderr
+    return json.loads(result.stdout)
+
+
+def _read(path: Path) -> Any:
+    return json.loads(path.read_text(encoding="utf-8"))
+
+
+def _watch(cli_run: Tracker, tmp: Path, sink: list[str], name: str) -> dict[str, Any]:
+    """Two watch runs over v0.5.9 and v0.5.10 (the second finds everything filed): their
+    JSON output and the state file."""
+    state = tmp / f"{name}-state.json"
+    args = ["watch", *sink, "--state", str(state), "-a", "EAGLE3", "--since", "v0.5.8.post1",
+            "--until", "v0.5.10", "--format", "json", "-q"]
+    first, again = _json(cli_run(*args)), _json(cli_run(*args))
+    return {f"{name}": first, f"{name}-again": again, f"{name}-state": _read(state)}
+
+
+@pytest.fixture(scope="module")
+def documents(
+    real_env: Callable[[], AbstractContextManager[None]],
+    cli_run: Tracker,
+    real_pypi: PypiSource,
+    tmp_path_factory: pytest.TempPathFactory,
+) -> dict[str, Any]:
+    for release in RELEASES:  # downloaded once into the test cache; offline from here on
+        real_pypi.tree(release)
+    tmp = tmp_path_factory.mktemp("documents")
+    docs: dict[str, Any] = {}
+    with real_env():
+        for name, args in PRINTED.items():
+            docs[name] = _json(cli_run(*args, "-q"))
+        written = cli_run("snapshot", "v0.5.9", "-o", str(tmp / "v0.5.9.json"), "-q")
+        assert written.exit_code == 0, written.stderr
+        docs["snapshot"] = _read(tmp / "v0.5.9.json")
+        issued = cli_run("issues", "v0.5.8", "v0.5.10", "--out", str(tmp / "issues"), "-q")
+        assert issued.exit_code == 0, issued.stderr
+        docs["issues-index"] = _read(tmp / "issues" / "issues.json")
+        # watch into a directory: KimiK25's issue, filed at v0.5.9, is closed at v0.5.10.
+        docs |= _watch(cli_run, tmp, ["--out", str(tmp / "watched")], "watch-dir")
+        docs["watch-dir-index"] = _read(tmp / "watched" / "issues.json")
+        with pytest.MonkeyPatch.context() as mp, fake_github() as (url, _):
+            mp.setenv("GITHUB_TOKEN", TOKEN)
+            docs |= _watch(cli_run, tmp, ["--post", REPO, "--api-url", url], "watch-github")
+    return docs
+
+
+NAMES = [
+    *PRINTED,
+    "snapshot",
+    "issues-index",
+    "watch-dir",
+    "watch-dir-again",
+    "watch-dir-state",
+    "watch-dir-index",
+    "watch-github",
+    "watch-github-again",
+    "watch-github-state",
+]
+
+
+@pytest.mark.parametrize("name", NAMES)
+def test_a_real_document_validates_against_the_schema_it_names(
+    documents: dict[str, Any], name: str
+) -> None:
+    assert errors(documents[name]) == []
+
+
+def test_the_real_documents_use_every_schema(documents: dict[str, Any]) -> None:
+    used = {doc["schema"] for doc in documents.values()}
+    assert used == set(schemas()) - {"sglang-tracker/common@1"}
+
+
+def test_the_documents_hold_what_the_schemas_allow_to_be_empty(
+    documents: dict[str, Any],
+) -> None:
+    """The documents above are not vacuous: closed issues, filed and existing issues, a
+    patch and a delegation are all there to be validated."""
+    closed = [e for e in documents["watch-dir-index"]["issues"] if e["state"] == "closed"]
+    assert [e["report"]["subject"] for e in closed] == [KIMI]
+    assert closed[0]["fixed_in"] == "v0.5.10"
+    assert documents["watch-github"]["releases"][1]["closed"]
+    assert documents["watch-github-again"]["releases"][0]["existing"]
+    assert documents["triage"]["patch"]["diff"].startswith("--- a/")
+    assert any(c["delegations"] for c in documents["check"]["checks"])
+    assert documents["diff"]["changes"] and documents["changelog"]["sections"]
+    assert len(documents["watch-github-state"]["history"]) == 4

@@ -1,0 +1,209 @@
+"""The JSON Schemas in schemas/: one per document the tool writes, named by the document's
+`schema` id, valid draft 2020-12, in step with the kinds the code knows, and strict enough
+that a broken document fails. Real outputs are validated in
+tests/integration/test_schemas_real.py."""
+
+from __future__ import annotations
+
+import copy
+import json
+import re
+import tomllib
+from pathlib import Path
+from typing import Any
+
+import pytest
+from jsonschema import Draft202012Validator
+from schema_check import errors, schemas
+
+from tracker.compat import PROVIDED
+from tracker.diff import CHANGE_KINDS
+from tracker.interface import STATUS_ORDER
+from tracker.report import STATUSES
+from tracker.resources import schemas_dir
+from tracker.roles import load_rules
+
+ROOT = Path(__file__).resolve().parents[2]
+GOLDENS = ROOT / "tests" / "cli" / "goldens"
+SHARED = "sglang-tracker/common@1"
+SCHEMA_ID = re.compile(r"sglang-tracker/([a-z][a-z-]*)@([0-9]+)")
+# Ids in the code that name no JSON document a user receives, and why.
+NOT_WRITTEN = {
+    # The report's document is rendered into index.html, never written as JSON.
+    "sglang-tracker/report@1",
+    # An issue's document is the input of the issue body template.
+    "sglang-tracker/issue@1",
+    # Cache files of the package index source: the tool's private bookkeeping.
+    "sglang-tracker/archive-index@1",
+    "sglang-tracker/pypi-versions@1",
+}
+
+
+def ids_in_code() -> set[str]:
+    found: set[str] = set()
+    for path in (ROOT / "tracker").rglob("*.py"):
+        found |= {m.group(0) for m in SCHEMA_ID.finditer(path.read_text(encoding="utf-8"))}
+    return found
+
+
+def defs(name: str) -> dict[str, Any]:
+    found: dict[str, Any] = schemas()[SHARED]["$defs"][name]
+    return found
+
+
+# ------------------------------------------------------------------------- the files
+
+
+def test_every_schema_file_is_draft_2020_12_and_named_after_its_id() -> None:
+    files = sorted(schemas_dir().glob("*.schema.json"))
+    assert len(files) == len(schemas()) > 1
+    for path in files:
+        schema = json.loads(path.read_text(encoding="utf-8"))
+        assert schema["$schema"] == "https://json-schema.org/draft/2020-12/schema", path.name
+        Draft202012Validator.check_schema(schema)
+        match = SCHEMA_ID.fullmatch(schema["$id"])
+        assert match is not None and f"{match.group(1)}.schema.json" == path.name
+
+
+def test_every_document_id_the_code_writes_has_a_schema_and_every_schema_is_used() -> None:
+    emitted = ids_in_code()
+    assert emitted >= NOT_WRITTEN, "an id listed as not written is gone from the code"
+    documents = set(schemas()) - {SHARED}
+    assert emitted - NOT_WRITTEN == documents
+    for sid in documents:
+        assert schemas()[sid]["properties"]["schema"] == {"const": sid}
+
+
+def test_the_wheel_ships_the_schemas_next_to_the_queries() -> None:
+    config = tomllib.loads((ROOT / "pyproject.toml").read_text(encoding="utf-8"))
+    shipped = config["tool"]["hatch"]["build"]["targets"]["wheel"]["force-include"]
+    assert shipped["schemas"] == "tracker/schemas"
+    assert schemas_dir().resolve() in (ROOT / "schemas", ROOT / "tracker" / "schemas")
+
+
+# ------------------------------------------------------------- in step with the code
+
+
+def test_the_change_kinds_are_exactly_those_the_diff_knows() -> None:
+    assert defs("change_kind")["enum"] == list(CHANGE_KINDS)
+
+
+def test_the_requirement_statuses_are_exactly_those_the_interface_knows() -> None:
+    assert set(defs("status")["enum"]) == set(STATUS_ORDER)
+
+
+def test_the_matrix_statuses_are_exactly_those_the_matrix_shows() -> None:
+    assert defs("matrix_cell")["enum"] == list(STATUSES)
+
+
+def test_the_provision_kinds_are_those_compat_gives() -> None:
+    assert set(defs("provision_how")["enum"]) == set(PROVIDED) | {"unknown", "missing"}
+
+
+def test_the_model_kinds_are_those_the_role_rules_can_give() -> None:
+    kinds = {kind for kind, _, _ in load_rules().model_kinds} | {"target"}
+    assert set(defs("model_kind")["enum"]) == kinds
+
+
+# ------------------------------------------------------------------ goldens and data
+
+
+GOLDEN_JSON = sorted(p.name for p in GOLDENS.glob("*.json"))
+
+
+@pytest.mark.parametrize("name", GOLDEN_JSON)
+def test_every_json_golden_validates_against_its_schema(name: str) -> None:
+    doc = json.loads((GOLDENS / name).read_text(encoding="utf-8"))
+    assert errors(doc) == []
+
+
+def test_shipped_snapshots_across_the_releases_validate_against_the_snapshot_schema() -> None:
+    shipped = sorted((ROOT / "snapshots").glob("v*.json"))
+    assert shipped
+    # Every fifth in name order, and the last (a tenth of a second each): all are written
+    # by the same code; a spread of releases covers the rarer fields (guards, alternatives).
+    for path in [*shipped[::5], shipped[-1]]:
+        problems = errors(json.loads(path.read_text(encoding="utf-8")))
+        assert problems == [], f"{path.name}: {problems[:3]}"
+
+
+# ----------------------------------------------------------- strict enough to catch
+
+
+def _first(doc: Any, key: str) -> dict[str, Any] | None:
+    """The first object (depth first) holding a string under `key`."""
+    if isinstance(doc, dict):
+        if isinstance(doc.get(key), str) and key != "schema":
+            return doc
+        children: list[Any] = list(doc.values())
+    elif isinstance(doc, list):
+        children = doc
+    else:
+        return None
+    for child in children:
+        found = _first(child, key)
+        if found is not None:
+            return found
+    return None
+
+
+@pytest.mark.parametrize("name", GOLDEN_JSON)
+def test_a_golden_missing_a_required_field_fails_validation(name: str) -> None:
+    doc = json.loads((GOLDENS / name).read_text(encoding="utf-8"))
+    for field in schemas()[doc["schema"]]["required"]:
+        broken = copy.deepcopy(doc)
+        del broken[field]
+        problems = errors(broken, doc["schema"])
+        assert any(f"'{field}' is a required property" in e for e in problems), field
+
+
+@pytest.mark.parametrize("name", GOLDEN_JSON)
+def test_a_golden_with_an_unknown_field_fails_validation(name: str) -> None:
+    doc = json.loads((GOLDENS / name).read_text(encoding="utf-8"))
+    doc["surprise"] = 1
+    assert any("'surprise' was unexpected" in e for e in errors(doc))
+
+
+def _golden(name: str) -> Any:
+    return json.loads((GOLDENS / name).read_text(encoding="utf-8"))
+
+
+ENUM_CASES = [
+    (name, key)
+    for name in GOLDEN_JSON
+    for key in ("status", "role", "kind")
+    if _first(_golden(name), key) is not None
+]
+
+
+@pytest.mark.parametrize(("name", "key"), ENUM_CASES)
+def test_a_golden_with_a_value_outside_its_enum_fails_validation(name: str, key: str) -> None:
+    doc = _golden(name)
+    holder = _first(doc, key)
+    assert holder is not None
+    holder[key] = "sideways"
+    assert errors(doc) != []
+
+
+def test_a_site_deep_in_a_diff_with_a_wrong_line_or_path_fails_validation() -> None:
+    doc = json.loads((GOLDENS / "diff-eagle3.json").read_text(encoding="utf-8"))
+    site = doc["unchanged"][0]["sites"][0]
+    for field, value in (("line", 0), ("line", "157"), ("path", "speculative/eagle_worker.py")):
+        broken = copy.deepcopy(doc)
+        broken["unchanged"][0]["sites"][0][field] = value
+        assert errors(broken) != [], (field, value)
+    assert site == doc["unchanged"][0]["sites"][0]
+
+
+def test_a_model_event_must_carry_checks_not_requirements() -> None:
+    doc = json.loads((GOLDENS / "diff-eagle3.json").read_text(encoding="utf-8"))
+    event = next(c for c in doc["changes"] if c["kind"].startswith("model_wrapper_"))
+    member = next(u for u in doc["unchanged"])
+    event["new"] = {k: v for k, v in member.items() if k not in ("previous_sites", "moved_from")}
+    assert errors(doc) != []
+
+
+def test_a_document_with_another_document_s_schema_id_fails_validation() -> None:
+    doc = json.loads((GOLDENS / "check-kimi.json").read_text(encoding="utf-8"))
+    doc["schema"] = "sglang-tracker/interface@1"
+    assert errors(doc) != []
