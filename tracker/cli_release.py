@@ -18,12 +18,14 @@ import click
 
 from tracker.cli import (
     ALGORITHM_HELP,
+    _config_option,
     _describe,
     _emit,
     _flush_warnings,
     _pick_algorithms,
     _render_options,
     _source_options,
+    _warn_unknown_accepted,
 )
 from tracker.errors import SourceError, TrackerError
 
@@ -32,6 +34,7 @@ F = TypeVar("F", bound=Callable[..., Any])
 if TYPE_CHECKING:
     from tracker.app import Workspace
     from tracker.compat import Compat
+    from tracker.diff import Change
     from tracker.render import RenderOptions
     from tracker.sources.base import Source
     from tracker.watch import ReleaseOutcome, Sink
@@ -59,7 +62,9 @@ def _pair(ws: Workspace, old: str, new: str, algorithms: tuple[str, ...]) -> Any
     nsrc, nversion = ws.resolve(new)
     a, b = ws.snapshot_of(osrc, oversion), ws.snapshot_of(nsrc, nversion)
     available = tuple(dict.fromkeys(a.interface.algorithms + b.interface.algorithms))
-    return a, b, nsrc, _pick_algorithms(available, algorithms)
+    chosen = _pick_algorithms(available, algorithms)
+    _warn_unknown_accepted(ws, available)
+    return a, b, nsrc, chosen
 
 
 # ---------------------------------------------------------------------- changelog
@@ -82,6 +87,7 @@ def _pair(ws: Workspace, old: str, new: str, algorithms: tuple[str, ...]) -> Any
     help="Write the appendix to this file instead of stdout.",
 )
 @_source_options
+@_config_option
 @_choice_format("md", "json")
 @_render_options
 def changelog(
@@ -121,6 +127,7 @@ def changelog(
     help="Write one .md file per issue and an issues.json index here.",
 )
 @_source_options
+@_config_option
 @_choice_format("md", "json")
 @_render_options
 def issues(
@@ -136,11 +143,12 @@ def issues(
     per target member newly required or removed, each with a stable fingerprint."""
     from tracker.issues import as_markdown, issues_document
     from tracker.render import to_json
-    from tracker.watch import DirSink, issues_between
+    from tracker.watch import DirSink, accepted_between, issues_between
 
     a, b, nsrc, chosen = _pair(ws, old, new, algorithms)
     docs = issues_between(ws, nsrc, a, b, chosen, render_options)
     _flush_warnings(ws)
+    _note_accepted(accepted_between(a, b, chosen))
     if out_dir is not None:
         DirSink(out_dir, overwrite=True).write(docs)
         click.echo(
@@ -156,11 +164,18 @@ def issues(
     _emit(as_markdown(docs))
 
 
+def _note_accepted(changes: list[Change]) -> None:
+    for c in changes:
+        click.echo(f"tracker: note: not filed, accepted: {c.subject} · {c.algorithm} "
+                   f"({c.accepted})", err=True)
+
+
 # -------------------------------------------------------------------------- watch
 
 
 @click.command()
 @_source_options
+@_config_option
 @click.option(
     "--state",
     "state_path",
@@ -298,6 +313,8 @@ def _outcome_text(outcome: ReleaseOutcome) -> str:
     ]
     lines += [f"  + {doc.title}\n      {ref}" for doc, ref in outcome.filed]
     lines += [f"  ✓ closed {t.ref}: {reason}" for t, reason in outcome.closed]
+    lines += [f"  · not filed, accepted: {c.subject} · {c.algorithm} ({c.accepted})"
+              for c in outcome.accepted]
     return "\n".join(lines)
 
 

@@ -97,6 +97,8 @@ def check_doc(c: ModelCheck) -> dict[str, Any]:
             }
             for d in c.delegations
         ],
+        # Only on an accepted break (tracker.toml): the break is still reported as such.
+        **({"accepted": {"reason": c.accepted}} if c.accepted else {}),
     }
 
 

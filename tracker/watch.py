@@ -19,10 +19,12 @@ from typing import Any, Protocol
 
 from tracker.app import Workspace
 from tracker.atomic import write_text_atomic
+from tracker.diff import Change
 from tracker.errors import TrackerError
 from tracker.issues import (
     IssueDoc,
     Report,
+    accepted_instead,
     build_issues,
     closed_marker,
     fixed_comment,
@@ -242,6 +244,7 @@ class ReleaseOutcome:
     filed: list[tuple[IssueDoc, str]] = field(default_factory=list)
     existing: list[tuple[IssueDoc, str]] = field(default_factory=list)
     closed: list[tuple[Tracked, str]] = field(default_factory=list)
+    accepted: list[Change] = field(default_factory=list)  # would be filed; accepted instead
 
     def to_dict(self) -> dict[str, Any]:
         return {
@@ -252,6 +255,8 @@ class ReleaseOutcome:
                          for d, ref in self.existing],
             "closed": [{"fingerprint": t.fingerprint, "ref": t.ref, "reason": reason}
                        for t, reason in self.closed],
+            "accepted": [{"kind": c.kind, "algorithm": c.algorithm, "subject": c.subject,
+                          "reason": c.accepted} for c in self.accepted],
         }
 
 
@@ -284,6 +289,15 @@ def issues_between(ws: Workspace, source: Source, old: Snapshot, new: Snapshot,
                         analysis=lambda: ws.analyse(source, new.version), known=known)
 
 
+def accepted_between(old: Snapshot, new: Snapshot, algorithms: tuple[str, ...]
+                     ) -> list[Change]:
+    """The changes old → new that would be filed but that the user accepted."""
+    from tracker.diff import diff
+
+    result = diff(old.interface, old.compat, new.interface, new.compat, algorithms)
+    return accepted_instead(result, new.compat)
+
+
 def handle_release(ws: Workspace, sink: Sink, previous: str, version: str,
                    wanted: tuple[str, ...], options: RenderOptions) -> ReleaseOutcome:
     source = ws.source
@@ -292,6 +306,7 @@ def handle_release(ws: Workspace, sink: Sink, previous: str, version: str,
     outcome = ReleaseOutcome(version, previous)
     known = sink.known()
     outcome.issues = issues_between(ws, source, old, new, algorithms, options, known)
+    outcome.accepted = accepted_between(old, new, algorithms)
     for issue in outcome.issues:
         found = known.get(issue.fingerprint)
         if found is not None:
