@@ -210,3 +210,30 @@ def test_watch_files_no_issue_for_an_accepted_break(tracker: Tracker, here: Path
                                     "algorithm": "EAGLE3", "subject": KIMI, "reason": REASON}]
     index = json.loads((out / "issues.json").read_text())
     assert KIMI not in [e["report"]["subject"] for e in index["issues"]]
+
+
+# --------------------------------------------------------------- matrix, history
+
+
+def test_matrix_and_history_list_the_accepted_breaks_with_their_versions(
+    tracker: Tracker, here: Path
+) -> None:
+    plain = json.loads(tracker("matrix", "v0.5.8..v0.5.10", "-a", "EAGLE3", "--source", "pypi",
+                               "--format", "json").stdout)
+    assert "accepted" not in plain
+    accept(here, until="v0.5.10")
+    doc = json.loads(tracker("matrix", "v0.5.8..v0.5.10", "-a", "EAGLE3", "--source", "pypi",
+                             "--format", "json").stdout)
+    # Broken at v0.5.9 only (fixed at v0.5.10, where the entry would have stopped anyway).
+    assert doc["accepted"] == [{"model": KIMI, "algorithm": "EAGLE3", "reason": REASON,
+                                "versions": ["v0.5.9"]}]
+    kimi = next(m for m in doc["models"] if m["model"] == KIMI)
+    assert kimi["cells"] == plain_cells(plain, KIMI)  # the cells still say broken
+    text = tracker("history", KIMI, "v0.5.8..v0.5.10", "--source", "pypi").stdout
+    assert f"accepted (still broken, fail nothing)\n  {KIMI} · EAGLE3 · v0.5.9 · {REASON}" in text
+
+
+def plain_cells(doc: dict[str, object], model: str) -> list[str]:
+    models = doc["models"]
+    assert isinstance(models, list)
+    return list(next(m for m in models if m["model"] == model)["cells"])
