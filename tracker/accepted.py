@@ -82,7 +82,7 @@ def mark(compat: Compat, accepted: AcceptedBreaks) -> Compat:
         reason = "" if c.status == "ok" else accepted.reason_for(c.model, c.algorithm,
                                                                  compat.version)
         checks.append(replace(c, accepted=reason) if reason else c)
-    return Compat(compat.version, list(compat.entries), checks)
+    return replace(compat, checks=checks)
 
 
 # ------------------------------------------------------------------------- loading

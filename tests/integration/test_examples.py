@@ -258,8 +258,10 @@ def test_the_action_splits_its_args_like_a_shell_but_never_evaluates_them(
     assert not (tmp_path / "evaluated").exists()
     failing = runner.action({"args": args}, runner.env)
     assert failing.code == 2  # fail defaults to true: the step fails with tracker's code
-    with pytest.raises(AssertionError, match="No closing quotation"):
-        runner.action({"args": "versions 'dir:x"}, runner.env)  # the run step itself fails
+    unbalanced = runner.action({"args": "versions 'dir:x", "fail": "false"}, runner.env)
+    assert unbalanced.outputs["exit-code"] == "2"
+    assert unbalanced.stderr == ("tracker action: error: cannot split args: "
+                                 "No closing quotation\n")
 
 
 # ------------------------------------------------------------------- scheduled watch
