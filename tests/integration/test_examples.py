@@ -442,3 +442,17 @@ def test_a_break_accepted_in_the_checkouts_tracker_toml_passes_the_pr_check(
     results = sarif["runs"][0]["results"]
     assert results and all(r["suppressions"][0]["justification"] == "patched in our fork"
                            for r in results)
+
+
+def test_an_unreachable_origin_stops_the_watch_instead_of_starting_over(
+    origin: Path, tmp_path: Path, real_cache: Path
+) -> None:
+    env = base_env(real_cache, tmp_path)
+    work = tmp_path / "work"
+    subprocess.run(["git", "clone", "-q", str(origin), str(work)], env=env, check=True)
+    git(work, "remote", "set-url", "origin", str(tmp_path / "gone.git"))
+    (tmp_path / "temp").mkdir()
+    runner = Runner(work, tmp_path / "temp", {}, env)
+    ran = runner.run(load(WATCH), "state")
+    assert ran.code != 0
+    assert "since" not in ran.outputs  # the watch step, which needs it, cannot start over
