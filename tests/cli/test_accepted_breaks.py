@@ -10,6 +10,8 @@ from pathlib import Path
 import pytest
 from click.testing import Result
 
+from tracker.sources.pypi import PypiSource
+
 Tracker = Callable[..., Result]  # the `tracker` fixture of tests/cli/conftest.py
 
 pytestmark = pytest.mark.realdata
@@ -33,6 +35,14 @@ def accept(folder: Path, model: str = KIMI, *, until: str | None = None,
     with path.open("a") as handle:
         handle.write("\n".join(lines) + "\n\n")
     return path
+
+
+@pytest.fixture(scope="module", autouse=True)
+def releases(real_pypi: PypiSource) -> None:
+    """The releases these tests read, in the test cache before tracker runs offline."""
+    for tag in ("v0.5.4.post1", "v0.5.4.post2", "v0.5.8", "v0.5.8.post1", "v0.5.9",
+                "v0.5.10"):
+        real_pypi.tree(tag)
 
 
 @pytest.fixture

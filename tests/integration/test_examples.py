@@ -25,6 +25,7 @@ import yaml
 from fake_github import REPO, TOKEN, fake_github
 
 from bench.build_release_repo import build_release_repo
+from tracker.sources.pypi import PypiSource
 
 ROOT = Path(__file__).resolve().parents[2]
 ACTION = ROOT / "action.yml"
@@ -301,10 +302,13 @@ def scheduled_run(origin: Path, tmp: Path, real_cache: Path, api_url: str) -> di
 
 @pytest.mark.realdata
 def test_the_scheduled_watch_starts_from_first_since_then_from_its_state_on_the_branch(
-    origin: Path, tmp_path: Path, real_cache: Path
+    origin: Path, tmp_path: Path, real_cache: Path, real_pypi: PypiSource
 ) -> None:
     workflow = load(WATCH)
     first_since = workflow["env"]["FIRST_SINCE"]
+    # In the test cache before tracker runs with the package index turned off.
+    for tag in real_pypi.versions()[real_pypi.versions().index(first_since):]:
+        real_pypi.tree(tag)
     branch = workflow["env"]["STATE_BRANCH"]
     with fake_github() as (url, server):
         first = scheduled_run(origin, tmp_path / "run1", real_cache, url)
