@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import logging
 from collections.abc import Callable
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import TYPE_CHECKING
 
@@ -27,6 +27,7 @@ from tracker.snapshot import (
 from tracker.sources.base import Source, VersionTree
 
 if TYPE_CHECKING:
+    from tracker.accepted import AcceptedBreaks
     from tracker.compat import Compat
     from tracker.index import VersionIndex
     from tracker.interface import Interface
@@ -74,7 +75,18 @@ class Workspace:
     reporter: Reporter = field(default_factory=Reporter)
     use_shipped: bool = True
     use_cache: bool = True
+    # Breaks the user accepts (tracker.toml): marked on every snapshot this workspace hands
+    # out, after the analysis and before any report, never in what is cached.
+    accepted: AcceptedBreaks | None = None
     _analyses: dict[tuple[int, str], Analysis] = field(default_factory=dict)
+
+    def mark(self, compat: Compat) -> Compat:
+        """`compat` with the accepted breaks marked (the same object when none are)."""
+        if self.accepted is None:
+            return compat
+        from tracker.accepted import mark
+
+        return mark(compat, self.accepted)
 
     # ------------------------------------------------------------------ versions
 
@@ -157,13 +169,14 @@ class Workspace:
         return self.snapshot_of(source, version)
 
     def snapshot_of(self, source: Source, version: str) -> Snapshot:
-        """The version's snapshot: shipped, cached, or built (and cached)."""
+        """The version's snapshot: shipped, cached, or built (and cached); the accepted
+        breaks marked."""
         found, cache_file, digest = self._lookup(source, version)
         if found is not None:
             for warning in found.interface.warnings:
                 if FILE_WARNING in warning:
                     self.reporter.warn(warning)
-            return found
+            return replace(found, compat=self.mark(found.compat))
         analysis = self.analyse(source, version)
         snap = Snapshot(
             version=version,
@@ -178,7 +191,7 @@ class Workspace:
                 write_cached(cache_file, snap)
             except OSError as exc:
                 self.reporter.warn(f"could not cache the snapshot of {version}: {exc}")
-        return snap
+        return replace(snap, compat=self.mark(snap.compat))
 
     def _lookup(self, source: Source, version: str) -> tuple[Snapshot | None, Path, str]:
         """(a usable shipped or cached snapshot or None, where a built one is cached, the

@@ -120,7 +120,8 @@ def _broken(c: Change, required: dict[tuple[str, str], Requirement], d: Diff
                                             if x.member == member), "")})
     return {"model": c.subject, "path": check.path, "new": c.kind != "model_wrapper_broke",
             "missing": missing, "tag": d.new_version,
-            "fix": bool(check.delegations)}
+            "fix": bool(check.delegations),
+            **({"accepted": {"reason": check.accepted}} if check.accepted else {})}
 
 
 def _fixed(c: Change) -> dict[str, Any]:

@@ -74,6 +74,40 @@ def _source_options(func: F) -> F:
     return wrapper  # type: ignore[return-value]
 
 
+def _config_option(func: F) -> F:
+    """--config, loaded into `ws.accepted` (the breaks the user accepts); goes under
+    `_source_options`, which makes the `ws` argument."""
+
+    @click.option(
+        "--config",
+        "config_path",
+        type=click.Path(dir_okay=False, path_type=Path),
+        metavar="PATH",
+        help="Accepted breaks ([[accepted]] entries). Default: tracker.toml in the current "
+        "directory, else [tool.tracker] in its pyproject.toml.",
+    )
+    @functools.wraps(func)
+    def wrapper(*args: Any, config_path: Path | None, ws: Workspace, **kwargs: Any) -> Any:
+        from tracker.accepted import load_accepted
+
+        ws.accepted = load_accepted(config_path, Path.cwd())
+        return func(*args, ws=ws, **kwargs)
+
+    return wrapper  # type: ignore[return-value]
+
+
+def _warn_unknown_accepted(ws: Workspace, algorithms: tuple[str, ...]) -> None:
+    """An accepted entry naming an algorithm the versions lack is most likely a typo."""
+    if ws.accepted is None:
+        return
+    for entry in ws.accepted.algorithms_unknown(algorithms):
+        click.echo(
+            f"tracker: warning: {entry.origin} ({entry.model}): no algorithm "
+            f"{entry.algorithm} here ({', '.join(algorithms) or 'none'}); it accepts nothing",
+            err=True,
+        )
+
+
 def _format_option(*choices: str) -> Callable[[F], F]:
     return click.option(
         "--format",
@@ -347,6 +381,7 @@ def snapshot(
     "wrappers, or any change.",
 )
 @_source_options
+@_config_option
 @_format_option("text", "md", "json")
 @_render_options
 def diff(
@@ -367,15 +402,18 @@ def diff(
     a, b = ws.snapshot(old), ws.snapshot(new)
     available = tuple(dict.fromkeys(a.interface.algorithms + b.interface.algorithms))
     chosen = _pick_algorithms(available, algorithms)
+    _warn_unknown_accepted(ws, available)
     result = compute(a.interface, a.compat, b.interface, b.compat, chosen)
     doc = diff_document(result, _describe(ws, b, fmt))
     _flush_warnings(ws)
     _emit(render("diff", fmt, doc, replace(render_options, show_all=show_all)))
-    if fail_on == "any" and result.changes:
+    # Accepted breaks (tracker.toml) are shown above but fail nothing.
+    counted = [c for c in result.changes if not c.accepted]
+    if fail_on == "any" and counted:
         raise Failed
-    if fail_on == "breaking" and any(c.breaking for c in result.changes):
+    if fail_on == "breaking" and any(c.breaking for c in counted):
         raise Failed
-    if fail_on == "new-breaks" and result.of_kind("model_wrapper_broke"):
+    if fail_on == "new-breaks" and any(c.kind == "model_wrapper_broke" for c in counted):
         raise Failed
 
 

@@ -11,12 +11,14 @@ import click
 from tracker.cli import (
     ALGORITHM_HELP,
     Failed,
+    _config_option,
     _emit,
     _flush_warnings,
     _format_option,
     _pick_algorithms,
     _render_options,
     _source_options,
+    _warn_unknown_accepted,
     suggest,
 )
 from tracker.errors import TrackerError
@@ -62,6 +64,7 @@ def _kinds(kind: str) -> tuple[str, ...]:
     help="Exit 1 when a selected model is broken (or broken or unknown).",
 )
 @_source_options
+@_config_option
 @_format_option("text", "md", "json", "sarif")
 @_render_options
 def check(
@@ -93,9 +96,10 @@ def check(
     else:
         msrc, mversion = ws.resolve(mod_spec)
         analysis = ws.analyse(msrc, mversion)
-        compat = build_compat(analysis.index, req_snap.interface)
+        compat = ws.mark(build_compat(analysis.index, req_snap.interface))
         models_version = mod_spec if mversion == "local" else mversion
     chosen = _pick_algorithms(req_snap.interface.algorithms, algorithms)
+    _warn_unknown_accepted(ws, req_snap.interface.algorithms)
     known = {e.name for e in compat.entries}
     for name in models:
         if name not in known:
@@ -125,7 +129,8 @@ def check(
     else:
         _emit(render("check", fmt, doc, replace(render_options, show_all=show_all)))
     bad = {"broken"} if fail_on == "broken" else {"broken", "unknown"} if fail_on else set()
-    if any(c.status in bad for c in selected):
+    # Accepted breaks (tracker.toml) are reported above but fail nothing.
+    if any(c.status in bad and not c.accepted for c in selected):
         raise Failed
 
 
@@ -149,6 +154,7 @@ def _required_sites(itf: Any, algorithms: tuple[str, ...]) -> dict[str, Any]:
 @click.option("--kind", type=KIND_CHOICE, default="target", show_default=True)
 @click.option("--events-only", is_flag=True, help="Only the events, not the grid.")
 @_source_options
+@_config_option
 @_format_option("text", "md", "json")
 @_render_options
 def matrix(
@@ -163,7 +169,7 @@ def matrix(
     """Models x versions over RANGE (ok / broken / unknown / n/a / absent), and the events:
     first appearance, broke, fixed, removed."""
     from tracker.matrix import build_matrix
-    from tracker.render import matrix_document, render
+    from tracker.render import accepted_rows, matrix_document, render
 
     snaps = ws.snapshots(range_spec)
     name = algorithm.upper()
@@ -172,6 +178,9 @@ def matrix(
     result = build_matrix(snaps, name, _kinds(kind))
     doc = matrix_document(result, ws.source.describe())
     doc["events_only"] = events_only
+    accepted = accepted_rows((s.compat for s in snaps), (name,), _kinds(kind))
+    if accepted:  # the cells hold a status only: accepted breaks are listed apart
+        doc["accepted"] = accepted
     _flush_warnings(ws)
     _emit(render("matrix", fmt, doc, render_options))
 
@@ -181,6 +190,7 @@ def matrix(
 @click.argument("range_spec", metavar="[RANGE]", required=False)
 @click.option("-a", "--algorithm", "algorithms", multiple=True, help=ALGORITHM_HELP)
 @_source_options
+@_config_option
 @_format_option("text", "md", "json")
 @_render_options
 def history(
@@ -193,7 +203,7 @@ def history(
 ) -> None:
     """One model's events across releases (default: every release the source has)."""
     from tracker.matrix import build_matrix
-    from tracker.render import history_document, render
+    from tracker.render import accepted_rows, history_document, render
 
     spec = range_spec or _full_range(ws)
     snaps = ws.snapshots(spec)
@@ -206,6 +216,9 @@ def history(
     kinds = (present[model],)
     matrices = [build_matrix(snaps, a, kinds) for a in chosen]
     doc = history_document(model, present[model], matrices, ws.source.describe())
+    accepted = accepted_rows((s.compat for s in snaps), chosen, model=model)
+    if accepted:
+        doc["accepted"] = accepted
     _flush_warnings(ws)
     _emit(render("history", fmt, doc, render_options))
 

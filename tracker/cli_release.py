@@ -18,12 +18,14 @@ import click
 
 from tracker.cli import (
     ALGORITHM_HELP,
+    _config_option,
     _describe,
     _emit,
     _flush_warnings,
     _pick_algorithms,
     _render_options,
     _source_options,
+    _warn_unknown_accepted,
 )
 from tracker.errors import SourceError, TrackerError
 
@@ -32,6 +34,7 @@ F = TypeVar("F", bound=Callable[..., Any])
 if TYPE_CHECKING:
     from tracker.app import Workspace
     from tracker.compat import Compat
+    from tracker.diff import Change
     from tracker.render import RenderOptions
     from tracker.sources.base import Source
     from tracker.watch import ReleaseOutcome, Sink
@@ -59,7 +62,9 @@ def _pair(ws: Workspace, old: str, new: str, algorithms: tuple[str, ...]) -> Any
     nsrc, nversion = ws.resolve(new)
     a, b = ws.snapshot_of(osrc, oversion), ws.snapshot_of(nsrc, nversion)
     available = tuple(dict.fromkeys(a.interface.algorithms + b.interface.algorithms))
-    return a, b, nsrc, _pick_algorithms(available, algorithms)
+    chosen = _pick_algorithms(available, algorithms)
+    _warn_unknown_accepted(ws, available)
+    return a, b, nsrc, chosen
 
 
 # ---------------------------------------------------------------------- changelog
@@ -82,6 +87,7 @@ def _pair(ws: Workspace, old: str, new: str, algorithms: tuple[str, ...]) -> Any
     help="Write the appendix to this file instead of stdout.",
 )
 @_source_options
+@_config_option
 @_choice_format("md", "json")
 @_render_options
 def changelog(
@@ -121,6 +127,7 @@ def changelog(
     help="Write one .md file per issue and an issues.json index here.",
 )
 @_source_options
+@_config_option
 @_choice_format("md", "json")
 @_render_options
 def issues(
@@ -136,11 +143,12 @@ def issues(
     per target member newly required or removed, each with a stable fingerprint."""
     from tracker.issues import as_markdown, issues_document
     from tracker.render import to_json
-    from tracker.watch import DirSink, issues_between
+    from tracker.watch import DirSink, accepted_between, issues_between
 
     a, b, nsrc, chosen = _pair(ws, old, new, algorithms)
     docs = issues_between(ws, nsrc, a, b, chosen, render_options)
     _flush_warnings(ws)
+    _note_accepted(accepted_between(a, b, chosen))
     if out_dir is not None:
         DirSink(out_dir, overwrite=True).write(docs)
         click.echo(
@@ -156,11 +164,18 @@ def issues(
     _emit(as_markdown(docs))
 
 
+def _note_accepted(changes: list[Change]) -> None:
+    for c in changes:
+        click.echo(f"tracker: note: not filed, accepted: {c.subject} · {c.algorithm} "
+                   f"({c.accepted})", err=True)
+
+
 # -------------------------------------------------------------------------- watch
 
 
 @click.command()
 @_source_options
+@_config_option
 @click.option(
     "--state",
     "state_path",
@@ -192,6 +207,12 @@ def issues(
     help="Handle the releases after VERSION (needed on a first run to file anything).",
 )
 @click.option("--until", metavar="VERSION", help="Stop after this release.")
+@click.option(
+    "--dry-run",
+    is_flag=True,
+    help="Print what would be filed, commented and closed; send no write request, write "
+    "no file, leave the state file as it is.",
+)
 @_choice_format("text", "json")
 @_render_options
 def watch(
@@ -203,6 +224,7 @@ def watch(
     algorithms: tuple[str, ...],
     since: str | None,
     until: str | None,
+    dry_run: bool,
     fmt: str,
     render_options: RenderOptions,
 ) -> None:
@@ -227,7 +249,9 @@ def watch(
             from tracker.publish import TOKEN_ENV, GitHubClient
             from tracker.watch import GitHubSink
 
-            client = stack.enter_context(GitHubClient(post, os.environ.get(TOKEN_ENV), api_url))
+            client = stack.enter_context(
+                GitHubClient(post, os.environ.get(TOKEN_ENV), api_url, read_only=dry_run)
+            )
             sink = GitHubSink(client)
         else:
             from tracker.watch import DirSink
@@ -241,7 +265,7 @@ def watch(
 
         def report(outcome: ReleaseOutcome) -> None:
             if fmt == "text":
-                click.echo(_outcome_text(outcome))
+                click.echo(_outcome_text(outcome, sink.destination if dry_run else None))
 
         result = run_watch(
             ws,
@@ -253,6 +277,7 @@ def watch(
             options=render_options,
             on_release=report,
             note=note,
+            dry_run=dry_run,
         )
     _flush_warnings(ws)
     if fmt == "json":
@@ -267,19 +292,21 @@ def watch(
                     "state": str(result.state_path),
                     "started_from": result.started_from,
                     "recorded_only": result.recorded_only,
+                    "dry_run": result.dry_run,
                     "releases": [r.to_dict() for r in result.releases],
                 }
             )
         )
     elif not result.recorded_only:
         last = result.releases[-1].version if result.releases else result.started_from
+        state = f"state {result.state_path}" + (" left as it was" if dry_run else "")
         if not result.releases:
-            click.echo(f"no release after {result.started_from} · state {result.state_path}")
+            click.echo(f"no release after {result.started_from} · {state}")
         else:
             click.echo(
                 f"{len(result.releases)} release"
-                f"{'' if len(result.releases) == 1 else 's'} handled, up to {last} · "
-                f"state {result.state_path}"
+                f"{'' if len(result.releases) == 1 else 's'} "
+                f"{'looked at (dry run)' if dry_run else 'handled'}, up to {last} · {state}"
             )
 
 
@@ -290,14 +317,27 @@ def _default_state(source: str, destination: str) -> Path:
     return cache_root() / "watch" / f"{slug[-150:]}.json"
 
 
-def _outcome_text(outcome: ReleaseOutcome) -> str:
+def _outcome_text(outcome: ReleaseOutcome, dry_run_on: str | None = None) -> str:
+    """One release's outcome; `dry_run_on` (the destination) says what would be done."""
+    if dry_run_on is None:
+        filed, closed = "filed", "closed"
+    else:
+        filed, closed = "to file", "to close"
     lines = [
         f"{outcome.version} (vs {outcome.previous}) · {len(outcome.issues)} issue"
-        f"{'' if len(outcome.issues) == 1 else 's'} · {len(outcome.filed)} filed · "
-        f"{len(outcome.existing)} already filed · {len(outcome.closed)} closed"
+        f"{'' if len(outcome.issues) == 1 else 's'} · {len(outcome.filed)} {filed} · "
+        f"{len(outcome.existing)} already filed · {len(outcome.closed)} {closed}"
     ]
-    lines += [f"  + {doc.title}\n      {ref}" for doc, ref in outcome.filed]
-    lines += [f"  ✓ closed {t.ref}: {reason}" for t, reason in outcome.closed]
+    if dry_run_on is None:
+        lines += [f"  + {doc.title}\n      {ref}" for doc, ref in outcome.filed]
+        lines += [f"  ✓ closed {t.ref}: {reason}" for t, reason in outcome.closed]
+    else:
+        action = "comment on and close" if dry_run_on.startswith("github:") else "close"
+        lines += [f"  + would file on {dry_run_on}: {doc.title}\n      labels: "
+                  f"{', '.join(doc.labels)}" for doc, _ in outcome.filed]
+        lines += [f"  ✓ would {action} {t.ref}: {reason}" for t, reason in outcome.closed]
+    lines += [f"  · not filed, accepted: {c.subject} · {c.algorithm} ({c.accepted})"
+              for c in outcome.accepted]
     return "\n".join(lines)
 
 

@@ -129,6 +129,9 @@ class ModelCheck:
     unknown: tuple[str, ...] = ()
     provisions: tuple[Provision, ...] = ()
     delegations: tuple[Delegation, ...] = ()
+    # Why the user accepts this break (tracker.accepted), "" when not accepted: set after
+    # the analysis, never stored in a snapshot.
+    accepted: str = ""
 
 
 @dataclass

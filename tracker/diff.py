@@ -63,6 +63,12 @@ class Change:
     def breaking(self) -> bool:
         return self.kind in BREAKING
 
+    @property
+    def accepted(self) -> str:
+        """The reason the user accepts the model event's break (tracker.toml), else "".
+        Accepted events are still reported, but fail no `--fail-on` and file no issue."""
+        return self.new.accepted if isinstance(self.new, ModelCheck) else ""
+
 
 @dataclass
 class Diff:

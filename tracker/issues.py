@@ -123,7 +123,16 @@ def report_in(body: str | None) -> Report | None:
 def reportable(change: Change, compat: Compat) -> bool:
     """The changes that deserve an issue: a wrapper that broke, a new wrapper lacking what
     its own inner model or a sibling class has (`compat` is the new version's), a target
-    member newly required or gone."""
+    member newly required or gone; never a break the user accepted (tracker.toml)."""
+    return not change.accepted and _worth_an_issue(change, compat)
+
+
+def accepted_instead(d: Diff, compat: Compat) -> list[Change]:
+    """The changes that would be filed but that the user accepted: said, never filed."""
+    return [c for c in sorted(d.changes, key=rank) if c.accepted and _worth_an_issue(c, compat)]
+
+
+def _worth_an_issue(change: Change, compat: Compat) -> bool:
     if change.kind == "model_wrapper_broke":
         return True
     if change.kind == "model_wrapper_added_unsupported":

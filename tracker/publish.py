@@ -71,11 +71,15 @@ class GitHubClient:
                  sleep: Callable[[float], None] | None = None,
                  clock: Callable[[], float] | None = None,
                  max_attempts: int = 5, max_wait: float = 120.0, base_delay: float = 1.0,
-                 transport: httpx.BaseTransport | None = None, timeout: float = 30.0) -> None:
+                 transport: httpx.BaseTransport | None = None, timeout: float = 30.0,
+                 read_only: bool = False) -> None:
         if not _REPO.fullmatch(repo):
             raise TrackerError(f"--post wants OWNER/REPO, not {repo!r}")
-        if not token:
+        if not token and not read_only:
             raise TrackerError(f"set {TOKEN_ENV} to a token that can write issues on {repo}")
+        # A dry run reads (a public repository needs no token for that) and can never
+        # write: every request other than GET is refused here, whatever the caller does.
+        self.read_only = read_only
         base = (api_url or DEFAULT_API_URL).rstrip("/")
         parts = urlsplit(base)
         if parts.scheme not in ("http", "https") or not parts.netloc:
@@ -88,12 +92,13 @@ class GitHubClient:
         self.max_attempts = max(1, max_attempts)
         self.max_wait = max_wait
         self.base_delay = base_delay
-        self._http = httpx.Client(
-            headers={"Accept": "application/vnd.github+json",
-                     "Authorization": f"Bearer {token}",
-                     "X-GitHub-Api-Version": "2022-11-28",
-                     "User-Agent": f"sglang-tracker/{__version__}"},
-            timeout=timeout, transport=transport, follow_redirects=False)
+        headers = {"Accept": "application/vnd.github+json",
+                   "X-GitHub-Api-Version": "2022-11-28",
+                   "User-Agent": f"sglang-tracker/{__version__}"}
+        if token:
+            headers["Authorization"] = f"Bearer {token}"
+        self._http = httpx.Client(headers=headers, timeout=timeout, transport=transport,
+                                  follow_redirects=False)
 
     def __enter__(self) -> GitHubClient:
         return self
@@ -214,6 +219,8 @@ class GitHubClient:
         """One request with retries. Non-idempotent requests raise _Ambiguous instead of
         retrying when the server may have acted on them."""
         what = f"{method} {url.removeprefix(self.api_url)}"
+        if self.read_only and method != "GET":
+            raise TrackerError(f"dry run: refusing to send {what}")
         for attempt in range(self.max_attempts):
             last = attempt + 1 == self.max_attempts
             try:

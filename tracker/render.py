@@ -97,6 +97,8 @@ def check_doc(c: ModelCheck) -> dict[str, Any]:
             }
             for d in c.delegations
         ],
+        # Only on an accepted break (tracker.toml): the break is still reported as such.
+        **({"accepted": {"reason": c.accepted}} if c.accepted else {}),
     }
 
 
@@ -338,3 +340,25 @@ def history_document(model: str, kind: str, matrices: list[Any], source: str) ->
         "events": events,
         "rows": rows,
     }
+
+
+def accepted_rows(
+    compats: Iterable[Compat], algorithms: Iterable[str], kinds: Iterable[str] | None = None,
+    model: str | None = None,
+) -> list[dict[str, Any]]:
+    """The accepted breaks over several versions (oldest first), one row per model,
+    algorithm and reason, with the versions it was accepted at: for the matrix and the
+    history, whose cells hold only a status."""
+    wanted, kind_set = set(algorithms), set(kinds) if kinds is not None else None
+    rows: dict[tuple[str, str, str], list[str]] = {}
+    for compat in compats:
+        for c in compat.checks:
+            if not c.accepted or c.algorithm not in wanted or (model and c.model != model):
+                continue
+            if kind_set is not None and c.kind not in kind_set:
+                continue
+            rows.setdefault((c.model, c.algorithm, c.accepted), []).append(compat.version)
+    return [
+        {"model": m, "algorithm": a, "reason": r, "versions": versions}
+        for (m, a, r), versions in sorted(rows.items())
+    ]

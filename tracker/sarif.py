@@ -25,6 +25,17 @@ def check_sarif(doc: dict[str, Any], options: RenderOptions) -> dict[str, Any]:
                 }
                 for s in sites.get(member, [])[:5]
             ]
+            suppression: dict[str, Any] = {}
+            if c.get("accepted"):
+                # Accepted in the user's tracker.toml: SARIF's own way to say "known, keep
+                # showing it, do not alert"; code scanning lists it as suppressed.
+                suppression["suppressions"] = [
+                    {
+                        "kind": "external",
+                        "status": "accepted",
+                        "justification": c["accepted"]["reason"],
+                    }
+                ]
             results.append(
                 {
                     "ruleId": "model_wrapper_missing_member",
@@ -44,6 +55,7 @@ def check_sarif(doc: dict[str, Any], options: RenderOptions) -> dict[str, Any]:
                         "member": member,
                         "version": doc["models_version"],
                     },
+                    **suppression,
                 }
             )
     return {

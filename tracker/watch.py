@@ -12,17 +12,19 @@ from __future__ import annotations
 import json
 import re
 from collections.abc import Callable, Container
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any, Protocol
 
 from tracker.app import Workspace
 from tracker.atomic import write_text_atomic
+from tracker.diff import Change
 from tracker.errors import TrackerError
 from tracker.issues import (
     IssueDoc,
     Report,
+    accepted_instead,
     build_issues,
     closed_marker,
     fixed_comment,
@@ -225,6 +227,32 @@ class DirSink:
         self._write_index(entries)
 
 
+class DryRunSink:
+    """Another sink's stand-in for `watch --dry-run`: reads what it holds, writes nothing.
+    What it would file counts as filed for the releases after (so a later release that
+    fixes it shows that it would close it), and what it would close as closed."""
+
+    def __init__(self, inner: Sink) -> None:
+        self.inner = inner
+        self.destination = inner.destination
+        self._filed: dict[str, Tracked] = {}
+        self._closed: set[str] = set()
+
+    def known(self) -> dict[str, Tracked]:
+        out = {**self.inner.known(), **self._filed}
+        for fp in self._closed & set(out):
+            out[fp] = replace(out[fp], open=False)
+        return out
+
+    def file(self, issue: IssueDoc) -> str:
+        ref = f"not filed (dry run) on {self.destination}"
+        self._filed[issue.fingerprint] = Tracked(issue.fingerprint, ref, True, issue.report)
+        return ref
+
+    def resolve(self, tracked: Tracked, version: str, reason: str) -> None:
+        self._closed.add(tracked.fingerprint)
+
+
 def _file_name(issue: IssueDoc) -> str:
     r = issue.report
     slug = re.sub(r"[^A-Za-z0-9_.-]+", "-", f"{r.version}-{r.algorithm}-{r.subject}")
@@ -242,6 +270,7 @@ class ReleaseOutcome:
     filed: list[tuple[IssueDoc, str]] = field(default_factory=list)
     existing: list[tuple[IssueDoc, str]] = field(default_factory=list)
     closed: list[tuple[Tracked, str]] = field(default_factory=list)
+    accepted: list[Change] = field(default_factory=list)  # would be filed; accepted instead
 
     def to_dict(self) -> dict[str, Any]:
         return {
@@ -252,6 +281,8 @@ class ReleaseOutcome:
                          for d, ref in self.existing],
             "closed": [{"fingerprint": t.fingerprint, "ref": t.ref, "reason": reason}
                        for t, reason in self.closed],
+            "accepted": [{"kind": c.kind, "algorithm": c.algorithm, "subject": c.subject,
+                          "reason": c.accepted} for c in self.accepted],
         }
 
 
@@ -261,6 +292,7 @@ class WatchResult:
     started_from: str
     releases: list[ReleaseOutcome] = field(default_factory=list)
     recorded_only: bool = False  # first run: the newest release recorded, nothing filed
+    dry_run: bool = False  # nothing was filed, closed or written
 
 
 def chosen_algorithms(old: Snapshot, new: Snapshot, wanted: tuple[str, ...]
@@ -284,6 +316,15 @@ def issues_between(ws: Workspace, source: Source, old: Snapshot, new: Snapshot,
                         analysis=lambda: ws.analyse(source, new.version), known=known)
 
 
+def accepted_between(old: Snapshot, new: Snapshot, algorithms: tuple[str, ...]
+                     ) -> list[Change]:
+    """The changes old → new that would be filed but that the user accepted."""
+    from tracker.diff import diff
+
+    result = diff(old.interface, old.compat, new.interface, new.compat, algorithms)
+    return accepted_instead(result, new.compat)
+
+
 def handle_release(ws: Workspace, sink: Sink, previous: str, version: str,
                    wanted: tuple[str, ...], options: RenderOptions) -> ReleaseOutcome:
     source = ws.source
@@ -292,6 +333,7 @@ def handle_release(ws: Workspace, sink: Sink, previous: str, version: str,
     outcome = ReleaseOutcome(version, previous)
     known = sink.known()
     outcome.issues = issues_between(ws, source, old, new, algorithms, options, known)
+    outcome.accepted = accepted_between(old, new, algorithms)
     for issue in outcome.issues:
         found = known.get(issue.fingerprint)
         if found is not None:
@@ -314,9 +356,18 @@ def run_watch(ws: Workspace, sink: Sink, state_path: Path, *, since: str | None 
               until: str | None = None, algorithms: tuple[str, ...] = (),
               options: RenderOptions | None = None,
               on_release: Callable[[ReleaseOutcome], None] | None = None,
-              note: Callable[[str], None] | None = None) -> WatchResult:
+              note: Callable[[str], None] | None = None,
+              dry_run: bool = False) -> WatchResult:
+    """Handle the releases after the state's last one (or `since`). With `dry_run`,
+    the sink only reads and the state file is neither written nor created."""
     options = options or RenderOptions()
     say = note or (lambda _: None)
+    if dry_run:
+        sink = DryRunSink(sink)
+
+    def save(state: WatchState) -> None:
+        if not dry_run:
+            save_state(state_path, state)
     source = ws.source
     fetcher = getattr(source, "fetch", None)
     if source.kind == "git" and fetcher is not None:
@@ -336,11 +387,11 @@ def run_watch(ws: Workspace, sink: Sink, state_path: Path, *, since: str | None 
         start = state.last_version
     else:
         newest = versions[-1]
-        save_state(state_path, WatchState(source.describe(), sink.destination, newest))
-        say(f"no watch state in {state_path}: recorded {newest} as the starting point and "
-            "filed nothing; the next run handles the releases after it (or give --since "
-            "VERSION to start earlier)")
-        return WatchResult(state_path, newest, recorded_only=True)
+        save(WatchState(source.describe(), sink.destination, newest))
+        say(f"no watch state in {state_path}: {'would record' if dry_run else 'recorded'} "
+            f"{newest} as the starting point and filed nothing; the next run handles the "
+            "releases after it (or give --since VERSION to start earlier)")
+        return WatchResult(state_path, newest, recorded_only=True, dry_run=dry_run)
     begin = parse_version(start)
     if begin is None:
         raise TrackerError(f"{start} is not a release version; --since wants one")
@@ -353,11 +404,11 @@ def run_watch(ws: Workspace, sink: Sink, state_path: Path, *, since: str | None 
         if unknown:
             raise TrackerError(f"unknown algorithm {', '.join(unknown)}; {known.version} has "
                                f"{', '.join(known.algorithms)}")
-    result = WatchResult(state_path, start)
+    result = WatchResult(state_path, start, dry_run=dry_run)
     if state is None:
         # Recorded at once, so a run with nothing to do still leaves its starting point.
         state = WatchState(source.describe(), sink.destination, start)
-        save_state(state_path, state)
+        save(state)
     for i, version in enumerate(versions):
         here = parse_version(version)
         if here is None or here <= begin or (end is not None and here > end):
@@ -376,7 +427,7 @@ def run_watch(ws: Workspace, sink: Sink, state_path: Path, *, since: str | None 
             del state.history[:-HISTORY_KEPT]
         # Only now is the release done: a crash before this line redoes it next time.
         state.last_version = version
-        save_state(state_path, state)
+        save(state)
         if outcome is not None and on_release is not None:
             on_release(outcome)
     return result

@@ -364,3 +364,83 @@ def test_a_foreign_issues_json_is_not_overwritten(tmp_path: Path) -> None:
     (tmp_path / "issues.json").write_text('{"something": "else"}')
     with pytest.raises(TrackerError, match="not a tracker issue index"):
         DirSink(tmp_path).file(doc("A"))
+
+
+# ------------------------------------------------------------------------ dry run
+
+
+def stamp(path: Path) -> tuple[bytes, int]:
+    return path.read_bytes(), path.stat().st_mtime_ns
+
+
+@pytest.mark.realdata
+def test_a_dry_run_says_what_it_would_file_comment_and_close_and_sends_only_reads(
+    use_real_cache: Path, tmp_path: Path
+) -> None:
+    state_file = tmp_path / "state.json"
+    with fake_github() as (url, server):
+        first = run(*watch_args(url, state_file, "--since", "v0.5.8.post1", "--until", "v0.5.9"))
+        assert first.exit_code == 0, first.stderr
+        before = stamp(state_file), copy.deepcopy((server.issues, server.comments))
+        server.requests.clear()
+        clear_memo()
+        dry = run(*watch_args(url, state_file, "--until", "v0.5.10", "--dry-run"))
+    assert dry.exit_code == 0, dry.stderr
+    assert server.requests and {method for method, _ in server.requests} == {"GET"}
+    assert (stamp(state_file), (server.issues, server.comments)) == before
+    kimi = next(i for i in server.issues if KIMI in i["title"])
+    assert kimi["state"] == "open"
+    lines = dry.stdout.splitlines()
+    assert lines[0] == ("v0.5.10 (vs v0.5.9) · 1 issue · 1 to file · 0 already filed · "
+                        "1 to close")
+    assert lines[1] == (f"  + would file on github:{REPO}: [EAGLE3] new SarvamMLAForCausalLM "
+                        "lacks get_embed_and_head, set_eagle3_layers_to_capture (v0.5.10)")
+    assert lines[2].startswith("      labels: sglang-tracker, speculative-decoding")
+    assert lines[3].startswith(f"  ✓ would comment on and close {kimi['html_url']}: `{KIMI}` "
+                               "provides what EAGLE3 requires")
+    assert lines[-1] == f"1 release looked at (dry run), up to v0.5.10 · state {state_file} " \
+                        "left as it was"
+
+
+@pytest.mark.realdata
+def test_a_dry_run_without_state_creates_none_and_would_close_what_it_would_have_filed(
+    use_real_cache: Path, tmp_path: Path
+) -> None:
+    state_file = tmp_path / "state.json"
+    with fake_github() as (url, server):
+        dry = run(*watch_args(url, state_file, "--since", "v0.5.8.post1", "--until", "v0.5.10",
+                              "--dry-run", "--format", "json"))
+    assert dry.exit_code == 0, dry.stderr
+    assert not state_file.exists()
+    assert {method for method, _ in server.requests} == {"GET"}
+    assert server.issues == [] and server.comments == {}
+    doc = json.loads(dry.stdout)
+    assert doc["dry_run"] is True
+    v059, v0510 = doc["releases"]
+    assert len(v059["filed"]) == V059_EAGLE3
+    assert all(f["ref"] == f"not filed (dry run) on github:{REPO}" for f in v059["filed"])
+    kimi = next(f["fingerprint"] for f in v059["filed"] if KIMI in f["title"])
+    assert [c["fingerprint"] for c in v0510["closed"]] == [kimi]
+
+
+@pytest.mark.realdata
+def test_a_dry_run_into_a_directory_writes_no_file(use_real_cache: Path, tmp_path: Path) -> None:
+    out, state_file = tmp_path / "issues", tmp_path / "state.json"
+    result = run("watch", "--source", "pypi", "--out", str(out), "--state", str(state_file),
+                 "-a", "EAGLE3", "--since", "v0.5.8.post1", "--until", "v0.5.9", "--dry-run")
+    assert result.exit_code == 0, result.stderr
+    assert "3 issues · 3 to file" in result.stdout
+    assert f"  + would file on dir:{out.resolve()}: [EAGLE3] new {KIMI} lacks" in result.stdout
+    assert not out.exists() and not state_file.exists()
+
+
+def test_a_first_dry_run_without_state_or_since_would_record_the_newest_and_writes_nothing(
+    make_git_repo: Any, tmp_path: Path
+) -> None:
+    repo = make_git_repo({"v0.1.0": {"README": "a"}, "v0.2.0": {"README": "b"}})
+    state_file = tmp_path / "state.json"
+    result = run("watch", "--source", f"git:{repo}", "--out", str(tmp_path / "out"),
+                 "--state", str(state_file), "--dry-run")
+    assert result.exit_code == 0, result.stderr
+    assert "would record v0.2.0 as the starting point and filed nothing" in result.stderr
+    assert not state_file.exists() and not (tmp_path / "out").exists()

@@ -241,3 +241,32 @@ def test_a_comment_with_a_marker_is_posted_once_and_closing_closes(server: Serve
     assert state.comments[1] == ["<!-- m -->\nFixed in v0.5.10"]
     assert state.issues[0]["state"] == "closed"
     assert state.issues[0]["state_reason"] == "completed"
+
+
+# ------------------------------------------------------------------------ dry run
+
+
+def test_a_read_only_client_reads_but_refuses_every_write_before_sending_it(
+    server: Server,
+) -> None:
+    _, state = server
+    tracked(state, issue("A"))
+    with client_for(server, read_only=True) as client:
+        assert [i.title for i in client.tracked_issues()] == ["[EAGLE3] A broke"]
+        for write in (lambda: client.create_issue("t", "b", ["sglang-tracker"]),
+                      lambda: client.comment(1, "body"),
+                      lambda: client.close_issue(1)):
+            with pytest.raises(TrackerError, match=r"^dry run: refusing to send (POST|PATCH) "):
+                write()
+    assert {method for method, _ in state.requests} == {"GET"}
+    assert len(state.issues) == 1 and state.issues[0]["state"] == "open"
+    assert state.comments == {}
+
+
+def test_a_read_only_client_can_be_made_without_a_token() -> None:
+    with fake_github() as (url, state):
+        client = GitHubClient(REPO, None, url, read_only=True, max_attempts=1)
+        with client, pytest.raises(TrackerError, match="rejected the token"):
+            client.tracked_issues()  # the fake server wants a token for everything
+    assert state.requests == [("GET", f"/repos/{REPO}/issues?state=all&labels=sglang-tracker"
+                                      "&per_page=100")]
