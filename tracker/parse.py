@@ -207,7 +207,7 @@ def cond_of(node: Node, depth: int = 0) -> Cond:
         operators = ",".join(" ".join(_text(c).split()) for c in node.children if not c.is_named)
         operands = tuple(cond_of(c, depth) for c in node.named_children)
         return Cond("cmp", operators, operands)
-    if kind in ("tuple", "list", "set"):
+    if kind in ("tuple", "list", "set", "expression_list"):  # `return a, b` is a tuple too
         return Cond("seq", "", tuple(cond_of(c, depth) for c in node.named_children[:16]))
     if kind == "string":
         parts = [c for c in node.named_children if c.type == "string_content"]
