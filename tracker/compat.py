@@ -12,6 +12,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 
+from tracker.contract import SETTER, ContractFinding, check_contract
 from tracker.index import VersionIndex, key
 from tracker.interface import Interface
 from tracker.roles import RoleRules, load_rules
@@ -132,6 +133,10 @@ class ModelCheck:
     # Why the user accepts this break (tracker.accepted), "" when not accepted: set after
     # the analysis, never stored in a snapshot.
     accepted: str = ""
+    # EAGLE3's aux-hidden-state contract (tracker.contract), for a target that provides
+    # the members: a finding makes the check "broken"; why it could not be followed.
+    contract: tuple[ContractFinding, ...] = ()
+    contract_unknown: str = ""
 
 
 @dataclass
@@ -284,6 +289,12 @@ def build_compat(
             for m in missing:
                 delegs.extend(delegations(index, entry.key, m))
             status = "broken" if missing else "unknown" if unknown else "ok"
+            contract: tuple[ContractFinding, ...] = ()
+            contract_unknown = ""
+            if status == "ok" and role == "target" and SETTER in members:
+                result = check_contract(index, entry.key)
+                contract, contract_unknown = result.findings, result.unknown
+                status = "broken" if contract else status
             compat.checks.append(
                 ModelCheck(
                     entry.name,
@@ -296,6 +307,8 @@ def build_compat(
                     unknown,
                     provs,
                     tuple(delegs),
+                    contract,
+                    contract_unknown,
                 )
             )
     return compat

@@ -14,7 +14,7 @@ from __future__ import annotations
 from typing import NamedTuple
 
 # Bumped whenever the shape or meaning of the facts changes: part of every cache key.
-FACTS_FORMAT = 1
+FACTS_FORMAT = 2
 
 
 class Cond(NamedTuple):
@@ -81,6 +81,9 @@ class Param(NamedTuple):
     kind: str  # "positional" | "keyword_only" | "var_positional" | "var_keyword"
     has_default: bool = False
     annotation: str | None = None
+    # The default's text (shortened): `language_model_cls=Qwen3_5ForCausalLM` picks the
+    # class a base's `__init__` constructs.
+    default: str | None = None
 
 
 class FunctionDef(NamedTuple):
@@ -149,6 +152,25 @@ class Return(NamedTuple):
     context: Context
 
 
+class Effect(NamedTuple):
+    """A statement EAGLE3's aux-hidden-state contract follows (queries/capture_sites.scm).
+
+    kind: "write" (text: the attribute written, `self.model.layers_to_capture`; value: the
+    value), "unpack" (text: the targets comma-joined; value: what is unpacked), "loop"
+    (text: the loop target; value: the iterable), "local" (text: a name; value: the
+    subscript bound to it), "read" (text: a capture attribute read, `layer._is_layer_to_capture`),
+    "call" (text: the callee, `self.model`, `aux_hidden_states.append`; args: argument
+    texts, keywords as `name=value`).
+    """
+
+    kind: str
+    text: str
+    line: int
+    scope: str
+    value: str = ""
+    args: tuple[str, ...] = ()
+
+
 class Import(NamedTuple):
     """`import module as alias` (name None) or `from module import name as alias`."""
 
@@ -171,6 +193,7 @@ class ModuleFacts(NamedTuple):
     reads: tuple[Read, ...] = ()
     assigns: tuple[Assign, ...] = ()
     returns: tuple[Return, ...] = ()
+    effects: tuple[Effect, ...] = ()
     error_lines: tuple[int, ...] = ()  # lines of ERROR/MISSING nodes
     # Read with the definition queries only (no calls, reads or conditions): model files.
     definitions_only: bool = False

@@ -52,6 +52,7 @@ def facts_document(facts: ModuleFacts, version: str) -> dict[str, Any]:
             {"line": r.line, "value": r.value.render(), **_context(r.context)}
             for r in facts.returns
         ],
+        "effects": _plain(facts.effects),
     }
 
 

@@ -68,7 +68,7 @@ def build_matrix(
             else:
                 status = "n/a" if model in registered else "absent"
             row[snap.version] = status
-            current_missing = check.missing if check is not None else ()
+            current_missing = _broken_by(check) if check is not None else ()
             event = _event(
                 model,
                 algorithm,
@@ -86,6 +86,12 @@ def build_matrix(
         m.cells[model] = row
         m.missing[model] = missing_row
     return m
+
+
+def _broken_by(check: ModelCheck) -> tuple[str, ...]:
+    """What a check is broken by: its missing members, then its contract findings, so a
+    contract break or fix is an event like a member's."""
+    return check.missing + tuple(sorted({f"contract: {f.headline}" for f in check.contract}))
 
 
 def _event(

@@ -26,6 +26,7 @@ from tracker.facts import (
     ClassDef,
     Cond,
     Context,
+    Effect,
     FunctionDef,
     Import,
     ModuleFacts,
@@ -45,12 +46,17 @@ QUERY_NAMES = (
     "returns",
     "branches",
     "definition_assignments",
+    "capture_sites",
 )
 FULL_QUERIES = QUERY_NAMES[:7]
 # The queries for a "definitions only" pass: what a class's provision and the index need
 # (classes, methods, assignments, imports, returns), without the calls, reads and
 # conditions that only code a worker runs can use. Model files are read this way.
-DEFINITION_QUERIES = ("definitions", "definition_assignments", "imports", "returns")
+# The narrow capture_sites query adds what the aux-hidden-state contract follows in model
+# classes; files read in full hold workers, not models, and go without it.
+DEFINITION_QUERIES = (
+    "definitions", "definition_assignments", "imports", "returns", "capture_sites"
+)
 
 _DOTTED = re.compile(r"[A-Za-z_][\w.]*")
 _MAX_TEXT = 160  # source excerpts kept in facts (argument and condition text) are shortened
@@ -201,7 +207,7 @@ def cond_of(node: Node, depth: int = 0) -> Cond:
         operators = ",".join(" ".join(_text(c).split()) for c in node.children if not c.is_named)
         operands = tuple(cond_of(c, depth) for c in node.named_children)
         return Cond("cmp", operators, operands)
-    if kind in ("tuple", "list", "set"):
+    if kind in ("tuple", "list", "set", "expression_list"):  # `return a, b` is a tuple too
         return Cond("seq", "", tuple(cond_of(c, depth) for c in node.named_children[:16]))
     if kind == "string":
         parts = [c for c in node.named_children if c.type == "string_content"]
@@ -409,12 +415,14 @@ def _params(node: Node) -> tuple[Param, ...]:
                     continue
                 name_node = first
             type_node = child.child_by_field_name("type")
+            default_node = child.child_by_field_name("value")
             params.append(
                 Param(
                     _text(name_node) if name_node is not None else "?",
                     "keyword_only" if keyword_only else "positional",
                     has_default=kind != "typed_parameter",
                     annotation=_short(type_node) if type_node is not None else None,
+                    default=_short(default_node) if default_node is not None else None,
                 )
             )
         elif kind == "list_splat_pattern":
@@ -699,6 +707,8 @@ def _extract(path: str, content_id: str, source: bytes, full: bool) -> ModuleFac
                 )
             )
 
+    effect_rows = _effect_rows(b, found["capture_sites"])
+
     # Returns and imports.
     return_rows = [
         (b.site(caps["return.site"][0]), caps["return.value"][0]) for caps in found["returns"]
@@ -823,6 +833,10 @@ def _extract(path: str, content_id: str, source: bytes, full: bool) -> ModuleFac
                 type_checking=any(_is_type_checking(br) for br in c.branches),
             )
         )
+    effects = tuple(
+        Effect(kind, text, line, context(slot).scope, value, args)
+        for slot, kind, text, line, value, args in effect_rows
+    )
     return ModuleFacts(
         path=path,
         content_id=content_id,
@@ -833,9 +847,59 @@ def _extract(path: str, content_id: str, source: bytes, full: bool) -> ModuleFac
         reads=reads,
         assigns=tuple(assigns),
         returns=returns,
+        effects=effects,
         error_lines=_error_lines(b.root),
         definitions_only=not full,
     )
+
+
+_EffectRow = tuple[int, str, str, int, str, tuple[str, ...]]
+
+
+def _effect_rows(b: _Builder, matches: list[dict[str, list[Node]]]) -> list[_EffectRow]:
+    """capture_sites matches as (slot, kind, text, line, value, args); a call both
+    patterns match is kept once, and an attribute written is not also read."""
+    rows: list[_EffectRow] = []
+    written: set[tuple[int, int]] = set()
+    seen_calls: set[tuple[int, int]] = set()
+    reads: list[Node] = []
+    for caps in matches:
+        if "write.site" in caps:
+            target = caps["write.target"][0]
+            written.add((target.start_byte, target.end_byte))
+            rows.append((b.site(caps["write.site"][0]), "write", _short(target),
+                         _line(target), _short(caps["write.value"][0]), ()))
+        elif "unpack.site" in caps:
+            targets = caps["unpack.targets"][0]
+            names = ",".join(_short(t) for t in targets.named_children if t.type != "comment")
+            rows.append((b.site(caps["unpack.site"][0]), "unpack", names, _line(targets),
+                         _short(caps["unpack.value"][0]), ()))
+        elif "loop.site" in caps:
+            site = caps["loop.site"][0]
+            rows.append((b.site(site), "loop", _short(caps["loop.target"][0]), _line(site),
+                         _short(caps["loop.iter"][0]), ()))
+        elif "local.site" in caps:
+            site = caps["local.site"][0]
+            rows.append((b.site(site), "local", _text(caps["local.name"][0]), _line(site),
+                         _short(caps["local.value"][0]), ()))
+        elif "read.site" in caps:
+            reads.append(caps["read.site"][0])
+        elif "call.site" in caps:
+            site = caps["call.site"][0]
+            if (site.start_byte, site.end_byte) in seen_calls:
+                continue
+            seen_calls.add((site.start_byte, site.end_byte))
+            rows.append((b.site(site), "call", _short(caps["call.function"][0]), _line(site),
+                         "", _argument_texts(caps["call.arguments"][0])))
+    for node in reads:
+        if (node.start_byte, node.end_byte) not in written:
+            rows.append((b.site(node), "read", _short(node), _line(node), "", ()))
+    return rows
+
+
+def _argument_texts(arguments: Node) -> tuple[str, ...]:
+    """Every argument's text, keywords as `name=value`, splats as written."""
+    return tuple(_short(a) for a in arguments.named_children if a.type != "comment")
 
 
 def _is_type_checking(branch: Branch) -> bool:

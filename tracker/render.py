@@ -99,6 +99,17 @@ def check_doc(c: ModelCheck) -> dict[str, Any]:
         ],
         # Only on an accepted break (tracker.toml): the break is still reported as such.
         **({"accepted": {"reason": c.accepted}} if c.accepted else {}),
+        "contract": [
+            {
+                "rule": f.rule,
+                "message": f.message,
+                "headline": f.headline,
+                "text": f.render(),
+                "sites": [{"path": s.path, "line": s.line, "what": s.what} for s in f.sites],
+            }
+            for f in c.contract
+        ],
+        **({"contract_unknown": c.contract_unknown} if c.contract_unknown else {}),
     }
 
 

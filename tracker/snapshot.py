@@ -19,6 +19,7 @@ from typing import Any
 from tracker import __version__
 from tracker.atomic import write_text_atomic
 from tracker.compat import Compat, Delegation, EntryClass, ModelCheck, Provision
+from tracker.contract import SETTER, ContractFinding, ContractSite
 from tracker.facts import FACTS_FORMAT
 from tracker.interface import FieldUse, Interface, Requirement, Site
 from tracker.sources.base import SRT_PREFIX, SourceIdentity
@@ -117,8 +118,11 @@ def _checks(compat: Compat) -> list[dict[str, Any]]:
 def _entry_classes(compat: Compat) -> list[dict[str, Any]]:
     provisions: dict[str, dict[str, Provision]] = {}
     delegations: dict[str, dict[tuple[str, str, str], Delegation]] = {}
+    contracts: dict[str, ModelCheck] = {}
     for c in compat.checks:
         provisions.setdefault(c.model, {}).update({p.member: p for p in c.provisions})
+        if c.contract or c.contract_unknown:
+            contracts[c.model] = c
         for d in c.delegations:
             delegations.setdefault(c.model, {})[(d.member, d.attribute, d.inner_key)] = d
     out = []
@@ -131,6 +135,12 @@ def _entry_classes(compat: Compat) -> list[dict[str, Any]]:
         doc["delegations"] = [
             asdict(d) for _, d in sorted(delegations.get(e.name, {}).items())
         ]
+        # The aux-hidden-state contract does not depend on the algorithm either.
+        check = contracts.get(e.name)
+        if check is not None and check.contract:
+            doc["contract"] = [asdict(f) for f in check.contract]
+        if check is not None and check.contract_unknown:
+            doc["contract_unknown"] = check.contract_unknown
         out.append(doc)
     return out
 
@@ -221,6 +231,7 @@ def _load_compat(version: str, doc: dict[str, Any], itf: Interface) -> Compat:
     entries = []
     provisions: dict[str, dict[str, Provision]] = {}
     delegations: dict[str, list[Delegation]] = {}
+    contracts: dict[str, tuple[tuple[ContractFinding, ...], str]] = {}
     for e in doc["entry_classes"]:
         entries.append(EntryClass(e["name"], e["key"], e["path"], e["line"], e["kind"]))
         provisions[e["name"]] = {
@@ -228,6 +239,12 @@ def _load_compat(version: str, doc: dict[str, Any], itf: Interface) -> Compat:
             for member, p in e["provisions"].items()
         }
         delegations[e["name"]] = [Delegation(**d) for d in e["delegations"]]
+        contracts[e["name"]] = (
+            tuple(ContractFinding(f["rule"], f["message"],
+                                  tuple(ContractSite(**x) for x in f["sites"]))
+                  for f in e.get("contract", ())),
+            e.get("contract_unknown", ""),
+        )
     paths = {e.name: (e.path, e.kind) for e in entries}
     checks = []
     verdicts = [(row["model"], row["role"], algorithm, status)
@@ -242,10 +259,15 @@ def _load_compat(version: str, doc: dict[str, Any], itf: Interface) -> Compat:
                       for m in members)
         missing = tuple(p.member for p in provs if p.how == "missing")
         path, kind = paths[model]
+        findings, contract_unknown = contracts[model]
+        unknown = any(p.how == "unknown" for p in provs)
+        if missing or unknown or role != "target" or SETTER not in members:
+            findings, contract_unknown = (), ""
         checks.append(ModelCheck(
             model, path, kind, algorithm, role, status, missing,
             tuple(p.member for p in provs if p.how == "unknown"), provs,
             tuple(d for m in missing for d in delegations[model] if d.member == m),
+            findings, contract_unknown,
         ))
     return Compat(version, entries=entries, checks=checks)
 

@@ -551,9 +551,9 @@ def test_parameters_record_kind_default_and_annotation() -> None:
     assert one(module.functions).params == (
         Param("self", "positional"),
         Param("server_args", "positional", annotation="ServerArgs"),
-        Param("gpu_id", "positional", has_default=True),
+        Param("gpu_id", "positional", has_default=True, default="0"),
         Param("args", "var_positional"),
-        Param("tp_rank", "keyword_only", has_default=True, annotation="int"),
+        Param("tp_rank", "keyword_only", has_default=True, annotation="int", default="0"),
         Param("moe_ep_rank", "keyword_only"),
         Param("kwargs", "var_keyword"),
     )
@@ -564,7 +564,8 @@ def test_parameters_after_a_bare_star_are_keyword_only() -> None:
     assert one(module.functions).params == (
         Param("self", "positional"),
         Param("batch", "positional"),
-        Param("skip_sample", "keyword_only", has_default=True, annotation="bool"),
+        Param("skip_sample", "keyword_only", has_default=True, annotation="bool",
+              default="False"),
     )
 
 
@@ -642,3 +643,36 @@ def test_non_utf8_bytes_in_a_string_are_replaced_not_fatal() -> None:
 
 def test_extracting_the_same_source_twice_gives_equal_facts() -> None:
     assert facts(EAGLE_WORKER) == facts(EAGLE_WORKER)
+
+
+def test_a_model_file_read_for_definitions_keeps_the_statements_the_capture_contract_follows(
+) -> None:
+    source = dedent(
+        """\
+        class Wrapper(nn.Module):
+            def set_eagle3_layers_to_capture(self, ids):
+                self.model.layers_to_capture = ids
+                for i in ids:
+                    setattr(self.model.layers[i], "_is_layer_to_capture", True)
+
+            def forward(self, x):
+                h = self.model(x)
+                if self.capture_aux_hidden_states:
+                    h, aux = h
+                return self.logits_processor(x, h, aux)
+        """
+    ).encode()
+    facts = extract_facts("python/sglang/srt/models/w.py", "id", source, full=False)
+    rows = sorted((e.kind, e.text, e.line, e.scope, e.value, e.args) for e in facts.effects)
+    setter, forward = "Wrapper.set_eagle3_layers_to_capture", "Wrapper.forward"
+    assert rows == [
+        ("call", "self.logits_processor", 11, forward, "", ("x", "h", "aux")),
+        ("call", "self.model", 8, forward, "", ("x",)),
+        ("call", "setattr", 5, setter, "",
+         ("self.model.layers[i]", '"_is_layer_to_capture"', "True")),
+        ("loop", "i", 4, setter, "ids", ()),
+        ("read", "self.capture_aux_hidden_states", 9, forward, "", ()),
+        ("unpack", "h,aux", 10, forward, "h", ()),
+        ("write", "self.model.layers_to_capture", 3, setter, "ids", ()),
+    ]
+

@@ -1,0 +1,169 @@
+"""EAGLE3's aux-hidden-state contract on tiny wrapper + decoder pairs: each rule has a
+broken variant that must report it (and only it) and a fixed one that reports nothing."""
+
+from __future__ import annotations
+
+from textwrap import dedent
+
+import pytest
+
+from tracker.contract import ContractRule, check_contract
+from tracker.index import VersionIndex
+from tracker.parse import extract_facts
+
+PATH = "python/sglang/srt/models/dec.py"
+
+DECODER = """
+class DecModel(nn.Module):
+    def __init__(self, config):
+        super().__init__()
+        self.layers = make_layers(config)
+        self.layers_to_capture = []
+
+    def forward(self, input_ids):
+        hidden_states = self.embed(input_ids)
+        aux_hidden_states = []
+        for i, layer in enumerate(self.layers):
+            if i in self.layers_to_capture:
+                aux_hidden_states.append(hidden_states)
+            hidden_states = layer(hidden_states)
+        if len(aux_hidden_states) == 0:
+            return hidden_states
+        return hidden_states, aux_hidden_states
+"""
+
+WRAPPER = """
+class DecForCausalLM(nn.Module):
+    def __init__(self, config):
+        super().__init__()
+        self.model = DecModel(config)
+        self.logits_processor = LogitsProcessor(config)
+        self.capture_aux_hidden_states = False
+
+    def forward(self, input_ids, batch):
+        hidden_states = self.model(input_ids)
+        aux_hidden_states = None
+        if self.capture_aux_hidden_states:
+            hidden_states, aux_hidden_states = hidden_states
+        return self.logits_processor(input_ids, hidden_states, batch, aux_hidden_states)
+
+    def get_embed_and_head(self):
+        return self.model.embed.weight, self.lm_head.weight
+
+    def set_eagle3_layers_to_capture(self, layer_ids=None):
+        self.capture_aux_hidden_states = True
+        self.model.layers_to_capture = [i + 1 for i in layer_ids]
+"""
+
+# A decoder that captures through per-layer flags (the Qwen3.5 shape).
+FLAG_DECODER = DECODER.replace(
+    "if i in self.layers_to_capture:", 'if getattr(layer, "_is_layer_to_capture", False):'
+)
+FLAG_SETTER = """
+    def set_eagle3_layers_to_capture(self, layer_ids):
+        self.layers_to_capture = layer_ids
+        for layer_id in layer_ids:
+            setattr(self.layers[layer_id], "_is_layer_to_capture", True)
+"""
+# A wrapper whose __init__ skips the parent's, which created the capture flag.
+SKIPPING_WRAPPER = """
+class DecVLForConditionalGeneration(DecForCausalLM):
+    def __init__(self, config):
+        nn.Module.__init__(self)
+        self.model = DecModel(config)
+        self.logits_processor = LogitsProcessor(config)
+
+    def set_eagle3_layers_to_capture(self, layer_ids=None):
+        self.model.layers_to_capture = [i + 1 for i in layer_ids]
+"""
+
+CASES = {
+    # rule: (broken source, fixed source, class checked)
+    ContractRule.CAPTURE_STATE_MISMATCH: (
+        FLAG_DECODER + WRAPPER,
+        FLAG_DECODER + FLAG_SETTER + WRAPPER.replace(
+            "self.model.layers_to_capture = [i + 1 for i in layer_ids]",
+            "self.model.set_eagle3_layers_to_capture([i + 1 for i in layer_ids])",
+        ),
+        "DecForCausalLM",
+    ),
+    ContractRule.AUX_NEVER_RETURNED: (
+        DECODER.replace("return hidden_states, aux_hidden_states", "return hidden_states")
+        + WRAPPER,
+        DECODER + WRAPPER,
+        "DecForCausalLM",
+    ),
+    ContractRule.CAPTURE_ATTRIBUTE_MISSING: (
+        DECODER + WRAPPER + SKIPPING_WRAPPER,
+        # The setter creates the flag before any forward runs.
+        DECODER + WRAPPER + SKIPPING_WRAPPER.replace(
+            "    def set_eagle3_layers_to_capture(self, layer_ids=None):\n",
+            "    def set_eagle3_layers_to_capture(self, layer_ids=None):\n"
+            "        self.capture_aux_hidden_states = True\n",
+        ),
+        "DecVLForConditionalGeneration",
+    ),
+    ContractRule.AUX_NOT_TO_LOGITS: (
+        DECODER + WRAPPER.replace("batch, aux_hidden_states)", "batch)"),
+        DECODER + WRAPPER,
+        "DecForCausalLM",
+    ),
+}
+
+
+def contract_of(source: str, cls: str):  # type: ignore[no-untyped-def]
+    facts = extract_facts(PATH, "id", dedent(source).encode(), full=False)
+    index = VersionIndex({PATH: facts})
+    return check_contract(index, f"sglang.srt.models.dec:{cls}")
+
+
+@pytest.mark.parametrize("rule", list(ContractRule), ids=lambda r: r.id)
+def test_each_rule_reports_its_broken_fixture_and_only_that_rule(rule: ContractRule) -> None:
+    broken, _fixed, cls = CASES[rule]
+    result = contract_of(broken, cls)
+    assert result.status == "broken"
+    assert {f.rule for f in result.findings} == {rule.id}
+
+
+@pytest.mark.parametrize("rule", list(ContractRule), ids=lambda r: r.id)
+def test_each_rule_is_quiet_on_its_fixed_fixture(rule: ContractRule) -> None:
+    _broken, fixed, cls = CASES[rule]
+    result = contract_of(fixed, cls)
+    assert (result.status, result.findings, result.unknown) == ("ok", (), "")
+
+
+def test_a_mismatch_names_the_setter_write_and_the_decoder_read_with_their_lines() -> None:
+    broken, _fixed, cls = CASES[ContractRule.CAPTURE_STATE_MISMATCH]
+    (finding,) = contract_of(broken, cls).findings
+    assert finding.render() == (
+        "aux hidden states never captured: set_eagle3_layers_to_capture writes "
+        "self.model.layers_to_capture (dec.py:38); DecModel.forward reads "
+        "layer._is_layer_to_capture (getattr) (dec.py:12)"
+    )
+
+
+def test_a_setter_delegating_to_an_inner_class_that_is_not_known_is_unknown_not_ok() -> None:
+    source = DECODER + WRAPPER.replace(
+        "self.model = DecModel(config)", "self.model = build_model(config)"
+    ).replace(
+        "self.model.layers_to_capture = [i + 1 for i in layer_ids]",
+        "self.model.set_eagle3_layers_to_capture(layer_ids)",
+    )
+    result = contract_of(source, "DecForCausalLM")
+    assert result.status == "unknown"
+    assert "the class of self.model is not known" in result.unknown
+
+
+def test_every_rule_has_a_fixture() -> None:
+    assert set(CASES) == set(ContractRule)
+
+
+def test_a_read_created_only_by_an_init_that_is_skipped_is_an_attribute_error() -> None:
+    broken, _fixed, cls = CASES[ContractRule.CAPTURE_ATTRIBUTE_MISSING]
+    (finding,) = contract_of(broken, cls).findings
+    assert finding.message == "capture_aux_hidden_states is read on self but nothing creates it"
+    # With the parent's __init__ called, the flag exists but the setter never turns it on.
+    called = broken.replace("nn.Module.__init__(self)", "super().__init__(config)")
+    assert [f.rule for f in contract_of(called, cls).findings] == [
+        ContractRule.CAPTURE_STATE_MISMATCH.id
+    ]
