@@ -130,13 +130,13 @@ class ModelCheck:
     unknown: tuple[str, ...] = ()
     provisions: tuple[Provision, ...] = ()
     delegations: tuple[Delegation, ...] = ()
-    # Why the user accepts this break (tracker.accepted), "" when not accepted: set after
-    # the analysis, never stored in a snapshot.
-    accepted: str = ""
     # EAGLE3's aux-hidden-state contract (tracker.contract), for a target that provides
     # the members: a finding makes the check "broken"; why it could not be followed.
     contract: tuple[ContractFinding, ...] = ()
     contract_unknown: str = ""
+    # Why the user accepts this break (tracker.accepted), "" when not accepted: set after
+    # the analysis, never stored in a snapshot.
+    accepted: str = ""
 
 
 @dataclass
