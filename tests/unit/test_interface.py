@@ -324,3 +324,39 @@ def test_a_model_method_called_inside_a_longer_chain_is_one_call_requirement() -
     # A name read (not called) past the model is still the member touched.
     head = req(itf, "EAGLE3", "draft", "lm_head")
     assert head is not None and head.kind == "attribute"
+
+
+CUDA_GRAPH_RUNNER = """
+    from sglang.srt.speculative.spec_info import SpeculativeAlgorithm
+
+
+    class CudaGraphRunner:
+        def __init__(self, model_runner):
+            self.model_runner = model_runner
+            if model_runner.spec_algorithm.is_eagle3():
+                self.model_runner.model.set_eagle3_layers_to_capture()
+
+
+    class DecodeCudaGraphRunner:
+        def __init__(self, model_runner):
+            self.model_runner = model_runner
+            if model_runner.spec_algorithm.is_eagle3() and model_runner.is_draft_worker:
+                self.model_runner.model.forward_embed()
+"""
+
+
+def test_the_cuda_graph_runner_asks_only_the_target_even_under_a_bare_eagle3_test() -> None:
+    # The draft's ModelRunner is built with CUDA graphs disabled, so CudaGraphRunner's
+    # model is the target's; other graph runners keep the runner role.
+    itf = build({"model_executor/cuda_graph_runner.py": CUDA_GRAPH_RUNNER}).interface
+    found = req(itf, "EAGLE3", "target", "set_eagle3_layers_to_capture")
+    assert found is not None
+    assert {s.path.rsplit("/", 1)[1] for s in found.sites} == {
+        "model_runner.py",
+        "cuda_graph_runner.py",
+    }
+    assert req(itf, "EAGLE3", "draft", "set_eagle3_layers_to_capture") is None
+    draft_embed = req(itf, "EAGLE3", "draft", "forward_embed")
+    assert draft_embed is not None and draft_embed.sites[0].function == (
+        "DecodeCudaGraphRunner.__init__"
+    )
