@@ -25,6 +25,9 @@ from tracker.errors import TrackerError
 
 if TYPE_CHECKING:
     from tracker.app import Workspace
+    from tracker.compat import Compat, ModelCheck
+    from tracker.index import VersionIndex
+    from tracker.interface import Interface
     from tracker.render import RenderOptions
 
 KIND_CHOICE = click.Choice(["target", "draft", "all"])
@@ -43,7 +46,21 @@ def _kinds(kind: str) -> tuple[str, ...]:
     type=KIND_CHOICE,
     default="target",
     show_default=True,
-    help="Which entry classes: target models, draft models, or both.",
+    help="Which rows: classes checked as target models, as draft models (draft classes, "
+    "and generative classes where the algorithm loads such classes as its draft), or both.",
+)
+@click.option(
+    "--role",
+    type=click.Choice(["target", "draft"]),
+    help="Check each -m CLASS against what the algorithms ask of this role, whatever its "
+    "kind (an ordinary model loaded as a draft, say).",
+)
+@click.option(
+    "--explain-kinds",
+    is_flag=True,
+    help="Say under each model what decided its kind (a LogitsProcessor or Pooler it "
+    "constructs, an inner model, or its name as a last resort) and why it is checked in "
+    "its role. JSON always carries both (kind_evidence, role_evidence).",
 )
 @click.option(
     "--requirements",
@@ -72,6 +89,8 @@ def check(
     algorithms: tuple[str, ...],
     models: tuple[str, ...],
     kind: str,
+    role: str | None,
+    explain_kinds: bool,
     requirements_spec: str | None,
     models_spec: str | None,
     show_all: bool,
@@ -80,7 +99,12 @@ def check(
     fmt: str,
     render_options: RenderOptions,
 ) -> None:
-    """Which model wrappers lack what the algorithms require at VERSION."""
+    """Which model wrappers lack what the algorithms require at VERSION.
+
+    Each class is checked in the roles its kind implies: a generative class as the target,
+    and as the draft where the algorithm loads such classes as its draft (`--kind draft`
+    or `all` shows those rows); a draft class as the draft of its algorithms. `--role`
+    checks the named classes in one role, whatever their kind."""
     from tracker.compat import build_compat
     from tracker.render import check_document, render
     from tracker.sarif import check_sarif
@@ -89,13 +113,17 @@ def check(
     mod_spec = models_spec or version
     if req_spec is None or mod_spec is None:
         raise TrackerError("give a VERSION, or both --requirements and --models")
+    if role is not None and not models:
+        raise TrackerError("--role needs -m/--model: the classes to check in that role")
     req_snap = ws.snapshot(req_spec)
+    index: VersionIndex | None = None
     if mod_spec == req_spec:
         compat = req_snap.compat
         models_version = req_snap.version
     else:
         msrc, mversion = ws.resolve(mod_spec)
         analysis = ws.analyse(msrc, mversion)
+        index = analysis.index
         compat = ws.mark(build_compat(analysis.index, req_snap.interface))
         models_version = mod_spec if mversion == "local" else mversion
     chosen = _pick_algorithms(req_snap.interface.algorithms, algorithms)
@@ -105,22 +133,22 @@ def check(
         if name not in known:
             hint = suggest(name, sorted(known))
             raise TrackerError(f"{models_version} registers no entry class {name}{hint}")
-    selected = [
-        c
-        for c in compat.checks
-        if c.algorithm in chosen and c.kind in _kinds(kind) and (not models or c.model in models)
-    ]
-    if models:
-        unchecked = [n for n in models if not any(c.model == n for c in selected)]
-        for n in unchecked:
-            click.echo(
-                f"tracker: note: {n} is not checked for {', '.join(chosen)} "
-                "(its kind is not asked anything by these algorithms)",
-                err=True,
-            )
+    if role is not None:
+        selected = _in_role(ws, mod_spec, index, compat, req_snap.interface, models, chosen,
+                            role)
+    else:
+        selected = [
+            c
+            for c in compat.checks
+            if c.algorithm in chosen and c.role in _kinds(kind)
+            and (not models or c.model in models)
+        ]
+    if models and role is None:
+        _note_unchecked(models, selected, compat, chosen, kind)
     doc = check_document(compat, selected, req_snap.version, models_version, ws.source.describe())
     doc["requirements"] = _required_sites(req_snap.interface, chosen)
     doc["show_all"] = show_all or bool(models)
+    doc["explain_kinds"] = explain_kinds
     _flush_warnings(ws)
     if fmt == "sarif":
         from tracker.render import to_json
@@ -132,6 +160,57 @@ def check(
     # Accepted breaks (tracker.toml) are reported above but fail nothing.
     if any(c.status in bad and not c.accepted for c in selected):
         raise Failed
+
+
+def _note_unchecked(
+    models: tuple[str, ...],
+    selected: list[ModelCheck],
+    compat: Compat,
+    algorithms: tuple[str, ...],
+    kind: str,
+) -> None:
+    """Say why a class the user named got no row, and how to check it anyway."""
+    entries = {e.name: e for e in compat.entries}
+    for name in models:
+        if any(c.model == name for c in selected):
+            continue
+        entry = entries[name]
+        click.echo(
+            f"tracker: note: {name} is not checked for {', '.join(algorithms)} in the "
+            f"{' or '.join(_kinds(kind))} role (its kind is {entry.kind}: "
+            f"{entry.kind_evidence}); --role checks it in any role",
+            err=True,
+        )
+
+
+def _in_role(
+    ws: Workspace,
+    mod_spec: str,
+    index: VersionIndex | None,
+    compat: Compat,
+    itf: Interface,
+    models: tuple[str, ...],
+    algorithms: tuple[str, ...],
+    role: str,
+) -> list[ModelCheck]:
+    """The named classes checked in `role` for each algorithm: the check the analysis
+    made where there is one, else a new one (which needs the version's index)."""
+    from tracker.compat import Needs, check_entry
+
+    entries = {e.name: e for e in compat.entries}
+    out: list[ModelCheck] = []
+    for name in dict.fromkeys(models):
+        for algorithm in algorithms:
+            found = compat.check_for(name, algorithm, role)
+            if found is None:
+                if index is None:
+                    index = ws.analyse(*ws.resolve(mod_spec)).index
+                found = check_entry(
+                    index, entries[name], algorithm, role, Needs.of(itf),
+                    f"checked as the {role} model on request (--role {role})",
+                )
+            out.append(found)
+    return out
 
 
 def _required_sites(itf: Any, algorithms: tuple[str, ...]) -> dict[str, Any]:
@@ -151,7 +230,14 @@ def _required_sites(itf: Any, algorithms: tuple[str, ...]) -> dict[str, Any]:
 @click.option(
     "-a", "--algorithm", "algorithm", default="EAGLE3", show_default=True, help=ALGORITHM_HELP
 )
-@click.option("--kind", type=KIND_CHOICE, default="target", show_default=True)
+@click.option(
+    "--kind",
+    type=KIND_CHOICE,
+    default="target",
+    show_default=True,
+    help="Which rows: classes checked as targets, as drafts (`NAME (as draft)` for a "
+    "generative class the algorithm may load as its draft), or both.",
+)
 @click.option("--events-only", is_flag=True, help="Only the events, not the grid.")
 @_source_options
 @_config_option

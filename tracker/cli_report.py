@@ -46,7 +46,9 @@ if TYPE_CHECKING:
     type=click.Choice(["target", "draft", "all"]),
     default="target",
     show_default=True,
-    help="Which entry classes the heatmap shows.",
+    help="Which rows the heatmap shows: classes checked as targets, as drafts (draft "
+    "classes, and generative classes where the algorithm loads such classes as its "
+    "draft), or both.",
 )
 @click.option(
     "--graphs",

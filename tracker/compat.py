@@ -15,6 +15,7 @@ from dataclasses import dataclass, field
 from tracker.contract import SETTER, ContractFinding, check_contract
 from tracker.index import VersionIndex, key
 from tracker.interface import Interface
+from tracker.kinds import KindFinder
 from tracker.roles import RoleRules, load_rules
 
 # The public members of torch.nn.Module a model inherits (torch 2.x). `forward` is not
@@ -116,6 +117,9 @@ class EntryClass:
     path: str
     line: int
     kind: str  # "target" | "draft" | "embedding" | "reward" | "classification"
+    # What decided the kind: "constructs LogitsProcessor in X.__init__ (models/x.py:12)",
+    # "inner model self.language_model: ...", "name matches rule 'Eagle3$'".
+    kind_evidence: str = ""
 
 
 @dataclass(frozen=True)
@@ -134,6 +138,10 @@ class ModelCheck:
     # the members: a finding makes the check "broken"; why it could not be followed.
     contract: tuple[ContractFinding, ...] = ()
     contract_unknown: str = ""
+    kind_evidence: str = ""  # what decided the class's kind
+    # Why a class is checked in a role its kind does not imply: the algorithm loads
+    # generative classes as drafts (the interface's evidence), or the user asked for it.
+    role_evidence: str = ""
     # Why the user accepts this break (tracker.accepted), "" when not accepted: set after
     # the analysis, never stored in a snapshot.
     accepted: str = ""
@@ -145,15 +153,21 @@ class Compat:
     entries: list[EntryClass] = field(default_factory=list)
     checks: list[ModelCheck] = field(default_factory=list)
 
-    def check_for(self, model: str, algorithm: str) -> ModelCheck | None:
+    def check_for(
+        self, model: str, algorithm: str, role: str | None = None
+    ) -> ModelCheck | None:
+        """The model's check for the algorithm: in `role`, else in its kind's own role."""
         for c in self.checks:
-            if c.model == model and c.algorithm == algorithm:
+            if c.model == model and c.algorithm == algorithm and (
+                c.role == role if role is not None else c.role == natural_role(c.kind)
+            ):
                 return c
         return None
 
 
 def entry_classes(index: VersionIndex, rules: RoleRules) -> list[EntryClass]:
-    """Every class a models module registers through `EntryClass`."""
+    """Every class a models module registers through `EntryClass`, with its kind."""
+    finder = KindFinder(index, rules)
     out: dict[str, EntryClass] = {}
     for facts in index.iter_modules():
         if ".models." not in f".{facts.module_name}.":
@@ -171,9 +185,11 @@ def entry_classes(index: VersionIndex, rules: RoleRules) -> list[EntryClass]:
                 symbol = res.symbol or ""
                 if symbol:
                     path = index.classes[symbol].path
-                out.setdefault(
-                    short, EntryClass(short, symbol, path, a.line, rules.model_kind(short))
-                )
+                if short not in out:
+                    decided = finder.decide(short, symbol)
+                    out[short] = EntryClass(
+                        short, symbol, path, a.line, decided.kind, decided.evidence
+                    )
     return sorted(out.values(), key=lambda e: e.name)
 
 
@@ -240,77 +256,102 @@ def delegations(index: VersionIndex, cls: str, member: str) -> list[Delegation]:
     return found
 
 
+def natural_role(kind: str) -> str | None:
+    """The role a class of this kind is checked in by default (pooling models: none)."""
+    return kind if kind in ("target", "draft") else None
+
+
+@dataclass(frozen=True)
+class Needs:
+    """What each (algorithm, role) requires: member names and their stand-ins."""
+
+    required: dict[tuple[str, str], tuple[str, ...]]
+    alternatives: dict[tuple[str, str, str], tuple[str, ...]]
+
+    @classmethod
+    def of(cls, interface: Interface) -> Needs:
+        required: dict[tuple[str, str], set[str]] = {}
+        alternatives: dict[tuple[str, str, str], tuple[str, ...]] = {}
+        for req in interface.requirements:
+            if req.status == "required":
+                required.setdefault((req.algorithm, req.role), set()).add(req.member)
+                alternatives[(req.algorithm, req.role, req.member)] = req.alternatives
+        return cls({k: tuple(sorted(v)) for k, v in required.items()}, alternatives)
+
+
+def rows_of(
+    entry: EntryClass, interface: Interface, rules: RoleRules
+) -> list[tuple[str, str, str]]:
+    """(algorithm, role, why in this role) of each check an entry class gets by default:
+    a target in the target role, and in the draft role where the algorithm loads
+    generative classes as drafts; a draft for the algorithms its name rule names."""
+    rows: list[tuple[str, str, str]] = []
+    if entry.kind == "draft":
+        rule = rules.name_rule(entry.name, frozenset({"draft"}))
+        only = rule[2] if rule is not None else ()
+        return [(a, "draft", "") for a in interface.algorithms if not only or a in only]
+    if entry.kind != "target":
+        return rows
+    for algorithm in interface.algorithms:
+        rows.append((algorithm, "target", ""))
+        drafts = interface.draft_models.get(algorithm)
+        if drafts is not None and drafts.generative:
+            rows.append((algorithm, "draft", drafts.evidence))
+    return rows
+
+
+def check_entry(
+    index: VersionIndex,
+    entry: EntryClass,
+    algorithm: str,
+    role: str,
+    needs: Needs,
+    role_evidence: str = "",
+) -> ModelCheck:
+    """One entry class against what `algorithm` requires of `role`, whatever its kind.
+    An algorithm that asks nothing of the role makes the class "ok": a class is fixed
+    when the last member it lacked stops being required."""
+    members = needs.required.get((algorithm, role), ())
+    if not entry.key:
+        return ModelCheck(
+            entry.name, entry.path, entry.kind, algorithm, role, "unknown",
+            unknown=members,
+            provisions=tuple(Provision(m, "unknown", "class not resolved") for m in members),
+            kind_evidence=entry.kind_evidence, role_evidence=role_evidence,
+        )
+    provs = tuple(
+        provision_or_alternative(index, entry.key, m,
+                                 needs.alternatives.get((algorithm, role, m), ()))
+        for m in members
+    )
+    missing = tuple(p.member for p in provs if p.how == "missing")
+    unknown = tuple(p.member for p in provs if p.how == "unknown")
+    delegs: list[Delegation] = []
+    for m in missing:
+        delegs.extend(delegations(index, entry.key, m))
+    status = "broken" if missing else "unknown" if unknown else "ok"
+    contract: tuple[ContractFinding, ...] = ()
+    contract_unknown = ""
+    if status == "ok" and role == "target" and SETTER in members:
+        result = check_contract(index, entry.key)
+        contract, contract_unknown = result.findings, result.unknown
+        status = "broken" if contract else status
+    return ModelCheck(
+        entry.name, entry.path, entry.kind, algorithm, role, status, missing, unknown,
+        provs, tuple(delegs), contract=contract, contract_unknown=contract_unknown,
+        kind_evidence=entry.kind_evidence, role_evidence=role_evidence,
+    )
+
+
 def build_compat(
     index: VersionIndex, interface: Interface, rules: RoleRules | None = None
 ) -> Compat:
     rules = rules or load_rules()
     compat = Compat(interface.version, entries=entry_classes(index, rules))
-    required: dict[tuple[str, str], list[str]] = {}
-    alternatives: dict[tuple[str, str, str], tuple[str, ...]] = {}
-    for req in interface.requirements:
-        if req.status == "required":
-            required.setdefault((req.algorithm, req.role), []).append(req.member)
-            alternatives[(req.algorithm, req.role, req.member)] = req.alternatives
+    needs = Needs.of(interface)
     for entry in compat.entries:
-        role = entry.kind if entry.kind in ("target", "draft") else None
-        if role is None:
-            continue
-        only = rules.model_kind_rule(entry.name)[1]
-        for algorithm in interface.algorithms:
-            if only and algorithm not in only:
-                continue
-            # An algorithm that asks nothing of this role makes every class "ok": a class
-            # is fixed when the last member it lacked stops being required.
-            members = sorted(set(required.get((algorithm, role), [])))
-            if not entry.key:
-                compat.checks.append(
-                    ModelCheck(
-                        entry.name,
-                        entry.path,
-                        entry.kind,
-                        algorithm,
-                        role,
-                        "unknown",
-                        unknown=tuple(members),
-                        provisions=tuple(
-                            Provision(m, "unknown", "class not resolved") for m in members
-                        ),
-                    )
-                )
-                continue
-            provs = tuple(
-                provision_or_alternative(index, entry.key, m,
-                                         alternatives.get((algorithm, role, m), ()))
-                for m in members
-            )
-            missing = tuple(p.member for p in provs if p.how == "missing")
-            unknown = tuple(p.member for p in provs if p.how == "unknown")
-            delegs: list[Delegation] = []
-            for m in missing:
-                delegs.extend(delegations(index, entry.key, m))
-            status = "broken" if missing else "unknown" if unknown else "ok"
-            contract: tuple[ContractFinding, ...] = ()
-            contract_unknown = ""
-            if status == "ok" and role == "target" and SETTER in members:
-                result = check_contract(index, entry.key)
-                contract, contract_unknown = result.findings, result.unknown
-                status = "broken" if contract else status
-            compat.checks.append(
-                ModelCheck(
-                    entry.name,
-                    entry.path,
-                    entry.kind,
-                    algorithm,
-                    role,
-                    status,
-                    missing,
-                    unknown,
-                    provs,
-                    tuple(delegs),
-                    contract,
-                    contract_unknown,
-                )
-            )
+        for algorithm, role, why in rows_of(entry, interface, rules):
+            compat.checks.append(check_entry(index, entry, algorithm, role, needs, why))
     return compat
 
 
@@ -327,11 +368,15 @@ __all__ = [
     "Delegation",
     "EntryClass",
     "ModelCheck",
+    "Needs",
     "Provision",
     "build_compat",
+    "check_entry",
     "class_key_for",
     "delegations",
     "entry_classes",
     "key",
+    "natural_role",
     "provision",
+    "rows_of",
 ]

@@ -10,7 +10,7 @@ from __future__ import annotations
 from collections.abc import Iterator
 from dataclasses import dataclass, field
 
-from tracker.compat import Compat, ModelCheck
+from tracker.compat import Compat, ModelCheck, natural_role
 from tracker.interface import FieldUse, Interface, Requirement
 
 # kind -> message template; {role} is "target" or "draft".
@@ -137,14 +137,16 @@ def interface_changes(
 
 
 def model_changes(old: Compat, new: Compat, algorithms: tuple[str, ...]) -> Iterator[Change]:
-    before = {(c.model, c.algorithm): c for c in old.checks}
-    after = {(c.model, c.algorithm): c for c in new.checks}
+    # A class in its kind's own role only: that every generative class lacks the members
+    # of an EAGLE3 draft (when loaded as one) is context, not an event of each release.
+    before = {(c.model, c.algorithm): c for c in old.checks if c.role == natural_role(c.kind)}
+    after = {(c.model, c.algorithm): c for c in new.checks if c.role == natural_role(c.kind)}
     old_names = {e.name for e in old.entries}
     new_names = {e.name for e in new.entries}
     # (file, algorithm) pairs where some class supports the algorithm: a new class beside
     # such a sibling that does not is worth a look.
     ok_siblings: dict[tuple[str, str], set[str]] = {}
-    for c in new.checks:
+    for c in after.values():
         if c.status == "ok":
             ok_siblings.setdefault((c.path, c.algorithm), set()).add(c.model)
     for k in sorted(set(before) | set(after)):

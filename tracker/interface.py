@@ -19,6 +19,7 @@ from dataclasses import dataclass, field
 
 from tracker.algorithms import Algorithms, Pair, discover, worker_roots
 from tracker.callgraph import CallGraph
+from tracker.drafts import DraftModels, draft_models
 from tracker.facts import Branch, Call, Context, FunctionDef, ModuleFacts, Read
 from tracker.index import VersionIndex, key, split_key
 from tracker.roles import ReceiverRule, RoleRules, load_rules
@@ -73,6 +74,8 @@ class Interface:
     output_fields: list[FieldUse] = field(default_factory=list)
     config_keys: list[FieldUse] = field(default_factory=list)
     warnings: list[str] = field(default_factory=list)
+    # Per algorithm that asks anything of a draft model: which classes it may load as one.
+    draft_models: dict[str, DraftModels] = field(default_factory=dict)
 
     def for_algorithm(self, algorithm: str, role: str | None = None) -> list[Requirement]:
         return [
@@ -516,6 +519,11 @@ def build_interface(version: str, index: VersionIndex, rules: RoleRules | None =
             )
     if not any(r.role == "target" for r in interface.requirements):
         interface.warnings.append(f"{version}: no receiver of the role rules matched anywhere")
+    interface.draft_models = {
+        a: found
+        for a, found in draft_models(index, algos, rules.draft_models, an.reached_by).items()
+        if interface.for_algorithm(a, "draft")
+    }
     return interface
 
 

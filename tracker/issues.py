@@ -17,7 +17,7 @@ from collections.abc import Callable, Container, Sequence
 from dataclasses import asdict, dataclass
 from typing import Any, Protocol
 
-from tracker.compat import Compat, Delegation, ModelCheck
+from tracker.compat import Compat, Delegation, ModelCheck, natural_role
 from tracker.diff import Change, Diff, rank
 from tracker.errors import TrackerError
 from tracker.index import VersionIndex
@@ -148,7 +148,8 @@ def oversight(check: ModelCheck, compat: Compat) -> bool:
     if check.delegations:
         return True
     return any(c.path == check.path and c.model != check.model and c.status == "ok"
-               and c.algorithm == check.algorithm for c in compat.checks)
+               and c.algorithm == check.algorithm and c.role == check.role
+               for c in compat.checks)
 
 
 def build_issues(d: Diff, old: Interface, new: Interface, compat: Compat, *, source: str,
@@ -331,8 +332,10 @@ def _member_document(report: Report, change: Change, old: Interface, new: Interf
     lacking = []
     if change.kind != "member_no_longer_required":
         for c in compat.checks:
+            # Classes in their kind's own role: every generative class lacks a new draft
+            # member when loaded as a draft, which would drown the draft classes.
             if c.algorithm == report.algorithm and c.role == report.role \
-                    and report.subject in c.missing:
+                    and c.role == natural_role(c.kind) and report.subject in c.missing:
                 lacking.append({"model": c.model, "path": c.path,
                                 "delegation": any(d.member == report.subject
                                                   for d in c.delegations)})

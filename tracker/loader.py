@@ -21,7 +21,15 @@ from tracker.index import VersionIndex
 from tracker.sources.base import SRT_PREFIX, VersionTree
 
 SEED_DIRS = ("speculative/", "model_executor/", "models/")
-SEED_FILES = ("managers/scheduler.py", "managers/tp_worker.py", "server_args.py")
+# model_config.py and the speculative argument hooks say which checkpoint a draft worker
+# loads when no draft path is given, and which algorithms refuse to start so.
+SEED_FILES = (
+    "managers/scheduler.py",
+    "managers/tp_worker.py",
+    "server_args.py",
+    "configs/model_config.py",
+    "arg_groups/speculative_hook.py",
+)
 # Read in full; every other file the analysis loads is read for its definitions only.
 FULL_DIRS = ("speculative/", "model_executor/", "managers/")
 

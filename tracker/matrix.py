@@ -4,6 +4,9 @@ Statuses: ok, broken, unknown (a member could not be decided), n/a (registered, 
 algorithm asks nothing of this kind of class at that version), absent (not registered).
 Events: appeared, broke (ok -> broken: a regression), fixed (broken -> ok), removed, and
 changed (the set of missing members changed while broken).
+
+A row is a class in a role: its name, or `Qwen2ForCausalLM (as draft)` where a generative
+class is checked as the draft model of an algorithm that loads such classes as drafts.
 """
 
 from __future__ import annotations
@@ -11,8 +14,25 @@ from __future__ import annotations
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 
-from tracker.compat import ModelCheck
+from tracker.compat import EntryClass, ModelCheck, natural_role
 from tracker.snapshot import Snapshot
+
+
+def row_label(model: str, kind: str, role: str) -> str:
+    """The row of a class checked in `role`: its name in its kind's own role."""
+    return model if role == natural_role(kind) else f"{model} (as {role})"
+
+
+def check_row(check: ModelCheck) -> str:
+    return row_label(check.model, check.kind, check.role)
+
+
+def _registered_rows(entries: Sequence[EntryClass], roles: tuple[str, ...]) -> set[str]:
+    """Rows that exist at a version whether or not the algorithm asks anything of them."""
+    rows = {e.name for e in entries if natural_role(e.kind) in roles}
+    if "draft" in roles:
+        rows |= {row_label(e.name, e.kind, "draft") for e in entries if e.kind == "target"}
+    return rows
 
 
 @dataclass(frozen=True)
@@ -30,7 +50,9 @@ class Event:
 class Matrix:
     algorithm: str
     versions: list[str]
-    kinds: dict[str, str] = field(default_factory=dict)  # model -> kind
+    kinds: dict[str, str] = field(default_factory=dict)  # row -> kind of its class
+    roles: dict[str, str] = field(default_factory=dict)  # row -> role it is checked in
+    classes: dict[str, str] = field(default_factory=dict)  # row -> class name
     cells: dict[str, dict[str, str]] = field(default_factory=dict)  # model -> version -> status
     missing: dict[str, dict[str, tuple[str, ...]]] = field(default_factory=dict)
     events: list[Event] = field(default_factory=list)
@@ -41,19 +63,23 @@ class Matrix:
 
 
 def build_matrix(
-    snapshots: Sequence[Snapshot], algorithm: str, kinds: tuple[str, ...] = ("target",)
+    snapshots: Sequence[Snapshot], algorithm: str, roles: tuple[str, ...] = ("target",)
 ) -> Matrix:
+    """The rows of the checks in `roles` (target, draft) for the algorithm."""
     m = Matrix(algorithm, [s.version for s in snapshots])
     per_version: list[tuple[Snapshot, dict[str, ModelCheck], set[str]]] = []
     for snap in snapshots:
         checks = {
-            c.model: c for c in snap.compat.checks if c.algorithm == algorithm and c.kind in kinds
+            check_row(c): c
+            for c in snap.compat.checks
+            if c.algorithm == algorithm and c.role in roles
         }
-        registered = {e.name for e in snap.compat.entries if e.kind in kinds}
+        registered = _registered_rows(snap.compat.entries, roles)
         per_version.append((snap, checks, registered))
-        for e in snap.compat.entries:
-            if e.kind in kinds and e.name in checks:
-                m.kinds.setdefault(e.name, e.kind)
+        for label, c in checks.items():
+            m.kinds.setdefault(label, c.kind)
+            m.roles.setdefault(label, c.role)
+            m.classes.setdefault(label, c.model)
     for model in sorted(m.kinds):
         row: dict[str, str] = {}
         missing_row: dict[str, tuple[str, ...]] = {}

@@ -74,8 +74,10 @@ def check_doc(c: ModelCheck) -> dict[str, Any]:
         "model": c.model,
         "path": c.path,
         "kind": c.kind,
+        "kind_evidence": c.kind_evidence,
         "algorithm": c.algorithm,
         "role": c.role,
+        "role_evidence": c.role_evidence,
         "status": c.status,
         "missing": list(c.missing),
         "unknown": list(c.unknown),
@@ -134,6 +136,12 @@ def interface_document(
         ],
         "output_fields": [field_doc(f) for f in itf.output_fields if f.algorithm in chosen],
         "config_keys": [field_doc(f) for f in itf.config_keys if f.algorithm in chosen],
+        # Which classes each algorithm may load as its draft model, and the evidence.
+        "draft_models": {
+            a: {"mode": d.mode, "summary": d.summary, "evidence": d.evidence}
+            for a, d in itf.draft_models.items()
+            if a in chosen and role in (None, "draft")
+        },
         "warnings": sorted(
             w for w in itf.warnings if not _names_other_algorithm(w, chosen, itf.algorithms)
         ),
@@ -302,6 +310,8 @@ def matrix_document(m: Any, source: str) -> dict[str, Any]:
         "models": [
             {
                 "model": model,
+                "class": m.classes.get(model, model),
+                "role": m.roles.get(model, ""),
                 "kind": m.kinds.get(model, ""),
                 "cells": [m.cells[model][v] for v in m.versions],
                 "missing": {v: list(miss) for v, miss in m.missing[model].items() if miss},

@@ -34,7 +34,7 @@ from tracker import __version__
 from tracker.compat import ModelCheck
 from tracker.diff import Change, diff
 from tracker.interface import STATUS_ORDER, FieldUse, Requirement, Site
-from tracker.matrix import Matrix, build_matrix
+from tracker.matrix import Matrix, build_matrix, check_row
 from tracker.render import DEFAULT_LINK, short_path
 from tracker.snapshot import Snapshot
 
@@ -58,7 +58,9 @@ class ReportOptions:
     template_dir: Path | None = None
     graphs: str = "changes"  # which versions get a call graph: all | changes | none
     layout: str = "auto"  # auto (dot when installed) | dot | python
-    kinds: tuple[str, ...] = ("target",)  # which entry classes the heatmap shows
+    # Which rows the heatmap shows: classes checked in these roles (a generative class is
+    # a draft row too where the algorithm loads such classes as its draft).
+    kinds: tuple[str, ...] = ("target",)
 
 
 def source_link(pattern: str, tag: str, path: str, line: int) -> str:
@@ -638,7 +640,7 @@ def _timeline(
             check = c.new if isinstance(c.new, ModelCheck) else c.old
             if group is None or not isinstance(check, ModelCheck):
                 continue
-            if check.kind in options.kinds:
+            if check.role in options.kinds:
                 models[group].append(_model_event_doc(c))
         if interface or any(models.values()):
             entries.append(
@@ -706,7 +708,7 @@ def _algorithm_doc(
     m: Matrix = build_matrix(snapshots, algorithm, options.kinds)
     versions = m.versions
     checks: dict[str, dict[str, ModelCheck]] = {
-        s.version: {c.model: c for c in s.compat.checks if c.algorithm == algorithm}
+        s.version: {check_row(c): c for c in s.compat.checks if c.algorithm == algorithm}
         for s in snapshots
     }
     # One table of distinct cell details; cells refer to it by index (the same missing
@@ -753,6 +755,8 @@ def _algorithm_doc(
         rows.append(
             {
                 "model": model,
+                "class": m.classes.get(model, model),
+                "role": m.roles.get(model, ""),
                 "kind": m.kinds.get(model, ""),
                 "cells": cells,
                 "broken": broken,

@@ -18,8 +18,16 @@ from typing import Any
 
 from tracker import __version__
 from tracker.atomic import write_text_atomic
-from tracker.compat import Compat, Delegation, EntryClass, ModelCheck, Provision
+from tracker.compat import (
+    Compat,
+    Delegation,
+    EntryClass,
+    ModelCheck,
+    Provision,
+    natural_role,
+)
 from tracker.contract import SETTER, ContractFinding, ContractSite
+from tracker.drafts import DraftModels
 from tracker.facts import FACTS_FORMAT
 from tracker.interface import FieldUse, Interface, Requirement, Site
 from tracker.sources.base import SRT_PREFIX, SourceIdentity
@@ -53,6 +61,8 @@ class Snapshot:
 # builder identity so that a changed analysis never reuses an old answer.
 ANALYSIS_MODULES = (
     "index.py",
+    "kinds.py",
+    "drafts.py",
     "callgraph.py",
     "algorithms.py",
     "interface.py",
@@ -99,6 +109,7 @@ def to_json(snap: Snapshot) -> str:
         "requirements": [_requirement(r) for r in itf.requirements],
         "output_fields": [_field(f) for f in itf.output_fields],
         "config_keys": [_field(f) for f in itf.config_keys],
+        "draft_models": {a: asdict(d) for a, d in sorted(itf.draft_models.items())},
         "entry_classes": _entry_classes(compat),
         # How each member is provided does not depend on the algorithm: it is stored once
         # per class (above); a check keeps only its verdict.
@@ -209,6 +220,10 @@ def from_json(text: str) -> Snapshot:
             for f in doc["config_keys"]
         ],
         warnings=list(doc["warnings"]),
+        draft_models={
+            a: DraftModels(d["mode"], d["evidence"])
+            for a, d in doc.get("draft_models", {}).items()
+        },
     )
     compat = _load_compat(version, doc, itf)
     return Snapshot(
@@ -233,7 +248,8 @@ def _load_compat(version: str, doc: dict[str, Any], itf: Interface) -> Compat:
     delegations: dict[str, list[Delegation]] = {}
     contracts: dict[str, tuple[tuple[ContractFinding, ...], str]] = {}
     for e in doc["entry_classes"]:
-        entries.append(EntryClass(e["name"], e["key"], e["path"], e["line"], e["kind"]))
+        entries.append(EntryClass(e["name"], e["key"], e["path"], e["line"], e["kind"],
+                                  e.get("kind_evidence", "")))
         provisions[e["name"]] = {
             member: Provision(member, p["how"], p.get("where", ""), p.get("line", 0))
             for member, p in e["provisions"].items()
@@ -245,29 +261,35 @@ def _load_compat(version: str, doc: dict[str, Any], itf: Interface) -> Compat:
                   for f in e.get("contract", ())),
             e.get("contract_unknown", ""),
         )
-    paths = {e.name: (e.path, e.kind) for e in entries}
+    paths = {e.name: (e.path, e.kind, e.kind_evidence) for e in entries}
     checks = []
     verdicts = [(row["model"], row["role"], algorithm, status)
                 for row in doc["checks"] for algorithm, status in row["status"].items()]
     order = {a: i for i, a in enumerate(itf.algorithms)}
     names = [e.name for e in entries]
-    # The order build_compat produces: entry classes by name, algorithms in enum order.
-    verdicts.sort(key=lambda v: (names.index(v[0]), order.get(v[2], len(order))))
+    # The order build_compat produces: entry classes by name, algorithms in enum order,
+    # the target role before the draft role.
+    verdicts.sort(key=lambda v: (names.index(v[0]), order.get(v[2], len(order)),
+                                 v[1] != "target"))
     for model, role, algorithm, status in verdicts:
         members = sorted(set(required.get((algorithm, role), [])))
         provs = tuple(provisions[model].get(m, Provision(m, "unknown", "not recorded"))
                       for m in members)
         missing = tuple(p.member for p in provs if p.how == "missing")
-        path, kind = paths[model]
+        path, kind, kind_evidence = paths[model]
         findings, contract_unknown = contracts[model]
         unknown = any(p.how == "unknown" for p in provs)
         if missing or unknown or role != "target" or SETTER not in members:
             findings, contract_unknown = (), ""
+        drafts = itf.draft_models.get(algorithm)
+        role_evidence = (drafts.evidence if drafts is not None and role != natural_role(kind)
+                         else "")
         checks.append(ModelCheck(
             model, path, kind, algorithm, role, status, missing,
             tuple(p.member for p in provs if p.how == "unknown"), provs,
             tuple(d for m in missing for d in delegations[model] if d.member == m),
-            findings, contract_unknown,
+            contract=findings, contract_unknown=contract_unknown,
+            kind_evidence=kind_evidence, role_evidence=role_evidence,
         ))
     return Compat(version, entries=entries, checks=checks)
 

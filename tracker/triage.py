@@ -14,7 +14,7 @@ from collections.abc import Callable, Iterable
 from dataclasses import dataclass
 from typing import Any
 
-from tracker.compat import Compat, ModelCheck
+from tracker.compat import Compat, ModelCheck, natural_role
 from tracker.errors import TrackerError
 from tracker.interface import Interface
 from tracker.render import field_doc, requirement_doc
@@ -95,7 +95,10 @@ def triage_document(error: ParsedError, interface: Interface, compat: Compat,
     pending: dict[str, ModelCheck] = {}
     for name in models:
         for c in compat.checks:
-            if c.model != name or c.algorithm not in algorithms:
+            # The class in its kind's own role: a target's row as a draft is not the
+            # role the traceback's requirements were chosen for.
+            if c.model != name or c.algorithm not in algorithms or c.role != natural_role(
+                    c.kind):
                 continue
             if c.status == "broken" and member in c.missing:
                 pending[c.algorithm] = c

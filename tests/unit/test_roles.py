@@ -1,0 +1,65 @@
+"""roles.toml is validated on load: a typo in a kind rule, a kind marker or the draft-model
+rules is an error naming the file and the entry, never a silently ignored rule."""
+
+from __future__ import annotations
+
+import pytest
+
+from tracker.errors import TrackerError
+from tracker.resources import queries_dir
+from tracker.roles import load_rules, rules_from_text
+
+SHIPPED = (queries_dir() / "roles.toml").read_text(encoding="utf-8")
+
+
+def with_extra(text: str) -> bytes:
+    return (SHIPPED + "\n" + text).encode()
+
+
+def test_the_shipped_rules_hold_both_structural_markers_and_the_draft_model_rules() -> None:
+    rules = load_rules()
+    assert "LogitsProcessor" in rules.markers("generative")
+    assert "Pooler" in rules.markers("pooling")
+    assert rules.draft_models.any_generative == ("STANDALONE",)
+    assert rules.draft_models.fallback_value.search("model_path or server_args.model_path")
+    assert rules.draft_models.fallback_value.search("model_path or cfg.model_path")
+    assert not rules.draft_models.fallback_value.search("model_path or default_path")
+
+
+@pytest.mark.parametrize(
+    ("extra", "message"),
+    [
+        ('[[kind_marker]]\nkind = "generative"\nconstruct = ["X"]\n',
+         "roles.toml: [[kind_marker]] #{markers}: unknown key 'construct'"),
+        ('[[kind_marker]]\nkind = "head"\nconstructs = ["X"]\n',
+         "roles.toml: [[kind_marker]] #{markers}: kind 'head' is not one of generative, pooling"),
+        ('[[kind_marker]]\nkind = "pooling"\nconstructs = []\n',
+         "roles.toml: [[kind_marker]] #{markers}: constructs must list class names"),
+        ('[[kind_marker]]\nkind = "pooling"\nconstructs = ["layers.Pooler"]\n',
+         "roles.toml: [[kind_marker]] #{markers}: constructs must list class names"),
+        ('[[kind_marker]]\nkind = "pooling"\nconstructs = "Pooler"\n',
+         "roles.toml: [[kind_marker]] #{markers}: constructs must be a list of strings"),
+        ('[[model_kind]]\nkind = "embeding"\npattern = "X$"\n',
+         "roles.toml: [[model_kind]] #{kinds}: kind 'embeding' is not one of"),
+        ('[[model_kind]]\nkind = "embedding"\npattern = "(X"\n',
+         "roles.toml: [[model_kind]] #{kinds}: bad pattern '(X'"),
+        ('[[model_kind]]\nkind = "reward"\npattern = "X"\nalgorithms = ["EAGLE"]\n',
+         "roles.toml: [[model_kind]] #{kinds}: only a draft rule names algorithms"),
+        ('[[model_kind]]\npattern = "X"\n', "roles.toml: [[model_kind]] #{kinds}: kind is missing"),
+    ],
+)
+def test_a_malformed_kind_rule_is_an_error_naming_the_entry(extra: str, message: str) -> None:
+    # The entry's number counts the shipped entries before it.
+    numbers = {
+        "markers": SHIPPED.count("[[kind_marker]]") + 1,
+        "kinds": SHIPPED.count("[[model_kind]]") + 1,
+    }
+    with pytest.raises(TrackerError) as raised:
+        rules_from_text(with_extra(extra))
+    assert str(raised.value).startswith(message.format(**numbers))
+
+
+def test_an_unknown_draft_model_key_is_an_error() -> None:
+    text = SHIPPED.replace('any_generative = ["STANDALONE"]', 'any_generatve = ["STANDALONE"]')
+    with pytest.raises(TrackerError, match=r"\[draft_models\]: unknown key 'any_generatve'"):
+        rules_from_text(text.encode())
