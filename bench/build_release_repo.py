@@ -11,27 +11,22 @@ check that both sources give identical snapshots of a release.
 from __future__ import annotations
 
 import argparse
-import contextlib
 import importlib.util
-import subprocess
 import sys
 from collections.abc import Iterable
+from functools import partial
 from pathlib import Path
-from typing import IO
 
 if importlib.util.find_spec("tracker") is None:  # run as a script from a source checkout
     sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
+else:  # the `bench` helpers below come from this checkout, after the installed tracker
+    sys.path.append(str(Path(__file__).resolve().parent.parent))
 
+from bench.release_repo import BRANCH, DAY, FIRST_DATE, FastImport, git
 from tracker.errors import TrackerError
 from tracker.sources import expand_spec
 from tracker.sources.pypi import PypiSource, PypiTree
 from tracker.versions import sort_versions
-
-BRANCH = "refs/heads/main"
-# Fixed names and dates so that the same releases always give the same commit ids.
-IDENTITY = b"sglang-tracker bench <bench@sglang-tracker.invalid>"
-FIRST_DATE = 1_700_000_000
-DAY = 86_400
 
 
 def build_release_repo(
@@ -51,75 +46,28 @@ def build_release_repo(
     # Fetched (and verified) before the repository is started, so a download failure
     # leaves nothing half-built behind.
     trees = [source.tree(tag) for tag in tags]
-
-    dest.mkdir(parents=True, exist_ok=True)
-    _git(dest, "init", "-q", "-b", "main")
-    # Light compression and no deltas: fast-import would only delta a blob against the one
-    # sent before it (another file), which costs most of the run and saves nothing.
-    importer = subprocess.Popen(
-        ["git", "-c", "pack.compression=1", "fast-import", "--depth=0", "--quiet", "--done"],
-        cwd=dest,
-        stdin=subprocess.PIPE,
-    )
-    assert importer.stdin is not None
-    try:
-        _write_history(importer.stdin, trees)
-        importer.stdin.write(b"done\n")
-    except BrokenPipeError:
-        pass  # fast-import stopped early; its exit status below says so
-    finally:
-        with contextlib.suppress(BrokenPipeError):
-            importer.stdin.close()  # also on errors: fast-import would wait for input forever
-        status = importer.wait()
-    if status != 0:
-        raise TrackerError(f"git fast-import failed in {dest} (exit status {status})")
+    with FastImport(dest) as importer:
+        _write_history(importer, trees)
     if checkout:
-        _git(dest, "reset", "-q", "--hard", BRANCH)
+        git(dest, "reset", "-q", "--hard", BRANCH)
     return dest
 
 
-def _write_history(stream: IO[bytes], trees: Iterable[PypiTree]) -> None:
-    """One fast-import stream for every release. A file's content is sent once, the first
-    time its content id is seen; releases share most files, so most are never unpacked."""
-    marks: dict[str, int] = {}  # content id -> blob mark
-    next_mark = 1
+def _write_history(importer: FastImport, trees: Iterable[PypiTree]) -> None:
+    """One commit and one annotated tag per release, in the order given."""
     for number, tree in enumerate(trees):
         tag = tree.identity.version
-        entries: list[tuple[str, int]] = []
-        for path, cid in sorted(tree.files.items()):
-            if cid not in marks:
-                marks[cid] = next_mark
-                next_mark += 1
-                stream.write(b"blob\nmark :%d\n" % marks[cid])
-                _data(stream, tree.read(path))
-            entries.append((path, marks[cid]))
+        files = [
+            (path, importer.blob(cid, partial(tree.read, path)))
+            for path, cid in sorted(tree.files.items())
+        ]
         tree.close()
-        commit_mark = next_mark
-        next_mark += 1
-        when = b"%d +0000" % (FIRST_DATE + number * DAY)
-        stream.write(b"commit %s\nmark :%d\n" % (BRANCH.encode(), commit_mark))
-        stream.write(b"author %s %s\ncommitter %s %s\n" % (IDENTITY, when, IDENTITY, when))
-        _data(stream, f"sglang {tag} from {tree.identity.location}\n".encode())
+        when = FIRST_DATE + number * DAY
         # Each commit is the whole release: files a release dropped disappear with it.
-        stream.write(b"deleteall\n")
-        for path, mark in entries:
-            stream.write(b"M 100644 :%d %s\n" % (mark, path.encode()))
-        stream.write(b"\n")
-        stream.write(b"tag %s\nfrom :%d\n" % (tag.encode(), commit_mark))
-        stream.write(b"tagger %s %s\n" % (IDENTITY, when))
-        _data(stream, f"sglang {tag}\n".encode())
-
-
-def _data(stream: IO[bytes], payload: bytes) -> None:
-    stream.write(b"data %d\n" % len(payload))
-    stream.write(payload)
-    stream.write(b"\n")
-
-
-def _git(cwd: Path, *args: str) -> None:
-    result = subprocess.run(["git", *args], cwd=cwd, capture_output=True, text=True, check=False)
-    if result.returncode != 0:
-        raise TrackerError(f"git {args[0]} failed in {cwd}: {result.stderr.strip()}")
+        mark = importer.commit(
+            f"sglang {tag} from {tree.identity.location}\n", when, files=files, replace_all=True
+        )
+        importer.tag(tag, mark, when, f"sglang {tag}\n")
 
 
 def main(argv: list[str] | None = None) -> int:

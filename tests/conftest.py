@@ -15,6 +15,7 @@ from pathlib import Path
 
 import pytest
 
+from bench.build_replay_repo import ReplayHistory, replay_trees
 from tracker.sources import clear_memo
 from tracker.sources.base import VersionTree
 from tracker.sources.pypi import PypiSource
@@ -24,6 +25,7 @@ DEFAULT_REAL_CACHE = Path.home() / ".cache" / "sglang-tracker-tests"
 
 GitRunner = Callable[..., str]
 RepoFactory = Callable[..., Path]
+Replayer = Callable[[str, str], ReplayHistory]
 
 
 # -- isolation ------------------------------------------------------------------------------
@@ -142,6 +144,23 @@ def real_pypi(real_cache: Path) -> PypiSource:
 def real_tree(real_pypi: PypiSource, use_real_cache: Path) -> Callable[[str], VersionTree]:
     """`real_tree("v0.5.9") -> VersionTree` of a real release (downloaded once, then cached)."""
     return real_pypi.tree
+
+
+@pytest.fixture(scope="session")
+def replayed_history(real_pypi: PypiSource, tmp_path_factory: pytest.TempPathFactory) -> Replayer:
+    """`replayed_history("v0.5.8", "v0.5.9") -> ReplayHistory`: a git repository whose history
+    replays the change between two real releases one file per commit, tags at both ends
+    (bench/build_replay_repo.py says how). Built once per pair per session."""
+    built: dict[tuple[str, str], ReplayHistory] = {}
+
+    def replay(old: str, new: str) -> ReplayHistory:
+        if (old, new) not in built:
+            # Through the session's source: missing releases are fetched into the real cache.
+            repo = tmp_path_factory.mktemp("replay") / "repo"
+            built[old, new] = replay_trees(repo, real_pypi.tree(old), real_pypi.tree(new))
+        return built[old, new]
+
+    return replay
 
 
 # -- goldens ------------------------------------------------------------------------------------
