@@ -41,7 +41,8 @@ class FastImport:
         self._commit_marks: list[int] = []
         self._next_mark = 1
         self._process: subprocess.Popen[bytes] | None = None
-        self._marks_file = dest / ".git" / "fast-import-marks"
+        # Absolute: fast-import runs inside `dest` and would read a relative path from there.
+        self._marks_file = dest.absolute() / ".git" / "fast-import-marks"
 
     def __enter__(self) -> FastImport:
         self.dest.mkdir(parents=True, exist_ok=True)

@@ -90,6 +90,14 @@ def test_the_same_releases_replay_to_the_same_commit_ids(
     assert len({c["date"] for c in first["commits"]}) == len(first["commits"])
 
 
+def test_a_replay_into_a_relative_folder_lands_there(
+    releases: GitSource, tmp_path: Path, monkeypatch: pytest.MonkeyPatch, git: GitRunner
+) -> None:
+    monkeypatch.chdir(tmp_path)
+    history = replay_trees(Path("out"), releases.tree("v1.0"), releases.tree("v1.1"))
+    assert git(tmp_path / "out", "rev-parse", "v1.1^{commit}").strip() == history.head
+
+
 def test_a_release_replayed_onto_itself_is_refused(releases: GitSource, tmp_path: Path) -> None:
     with pytest.raises(TrackerError, match="onto itself"):
         replay_trees(tmp_path / "replay", releases.tree("v1.0"), releases.tree("v1.0"))
