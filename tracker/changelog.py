@@ -11,10 +11,10 @@ from __future__ import annotations
 from typing import Any
 
 from tracker.compat import Compat, ModelCheck
-from tracker.diff import Change, Diff, rank
+from tracker.diff import WRAPPER_BROKE, WRAPPER_FIXED, Change, Diff, rank
 from tracker.interface import FieldUse, Interface, Requirement
 from tracker.issues import oversight
-from tracker.render import field_doc, requirement_doc
+from tracker.render import field_doc, finding_doc, requirement_doc
 
 SCHEMA = "sglang-tracker/changelog@1"
 
@@ -63,8 +63,8 @@ def _section(alg: str, changes: list[Change], d: Diff, new: Interface, worth: se
             "removed": [_field(c, d) for c in changes if c.kind == "config_key_removed"]}
     required = {(r.role, r.member): r for r in new.for_algorithm(alg)}
     broken = [_broken(c, required, d) for c in changes
-              if c.kind == "model_wrapper_broke" or id(c) in worth]
-    fixed = [_fixed(c) for c in changes if c.kind == "model_wrapper_fixed"]
+              if c.kind in WRAPPER_BROKE or id(c) in worth]
+    fixed = [_fixed(c) for c in changes if c.kind in WRAPPER_FIXED]
     others = {
         "new_supported": [c.subject for c in changes
                           if c.kind == "model_wrapper_added_supported"],
@@ -118,8 +118,9 @@ def _broken(c: Change, required: dict[tuple[str, str], Requirement], d: Diff
                         "site": requirement_doc(req)["sites"][0] if req is not None else None,
                         "delegation": next((f"self.{x.attribute}" for x in check.delegations
                                             if x.member == member), "")})
-    return {"model": c.subject, "path": check.path, "new": c.kind != "model_wrapper_broke",
+    return {"model": c.subject, "path": check.path, "new": c.kind not in WRAPPER_BROKE,
             "missing": missing, "tag": d.new_version,
+            "contract": [finding_doc(f) for f in check.contract],
             "fix": bool(check.delegations),
             **({"accepted": {"reason": check.accepted}} if check.accepted else {})}
 
@@ -134,7 +135,9 @@ def _fixed(c: Change) -> dict[str, Any]:
         # Only a member the class defines itself is surely in its own file.
         site = {"path": after.path, "line": p.line} if p.how == "defined" and p.line else None
         provided.append({"member": p.member, "how": p.how, "where": p.where, "site": site})
-    return {"model": c.subject, "path": after.path, "provided": provided}
+    # A contract fix provides no member: what it no longer breaks is the point.
+    return {"model": c.subject, "path": after.path, "provided": provided,
+            "contract": [finding_doc(f) for f in before.contract]}
 
 
 def _summary(d: Diff, changes: list[Change], worth: set[int]) -> str:
@@ -149,9 +152,9 @@ def _summary(d: Diff, changes: list[Change], worth: set[int]) -> str:
                  + (f" ({breaking} breaking)" if breaking else "")]
     else:
         parts = ["no interface changes"]
-    broke = sorted({c.subject for c in changes if c.kind == "model_wrapper_broke"})
+    broke = sorted({c.subject for c in changes if c.kind in WRAPPER_BROKE})
     notable = sorted({c.subject for c in changes if id(c) in worth})
-    fixed = sorted({c.subject for c in changes if c.kind == "model_wrapper_fixed"})
+    fixed = sorted({c.subject for c in changes if c.kind in WRAPPER_FIXED})
     for names, one, many in ((broke, "wrapper broke", "wrappers broke"),
                              (notable, "new wrapper lacks support",
                               "new wrappers lack support"),

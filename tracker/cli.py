@@ -396,6 +396,7 @@ def diff(
 ) -> None:
     """What changed between OLD and NEW: interface members, output fields, and which
     model wrappers broke or were fixed."""
+    from tracker.diff import WRAPPER_BROKE
     from tracker.diff import diff as compute
     from tracker.render import diff_document, render
 
@@ -413,7 +414,7 @@ def diff(
         raise Failed
     if fail_on == "breaking" and any(c.breaking for c in counted):
         raise Failed
-    if fail_on == "new-breaks" and any(c.kind == "model_wrapper_broke" for c in counted):
+    if fail_on == "new-breaks" and any(c.kind in WRAPPER_BROKE for c in counted):
         raise Failed
 
 

@@ -358,6 +358,15 @@ def fix(
             f"tracker: {model} already provides what {name} requires at {resolved}", err=True
         )
         return
+    if found.contract:
+        # Exit 2, as for a wrapper with no inner model to delegate to: the patch asked
+        # for cannot be written; what is wrong is said, with where to read more.
+        broken = "; ".join(dict.fromkeys(f.headline for f in found.contract))
+        raise TrackerError(
+            f"{model} provides every member {name} requires at {resolved} but breaks its "
+            f"aux-hidden-state contract ({broken}); tracker fix only adds missing members "
+            f"and writes no patch for that: `tracker why {model} --at {resolved}` shows the sites"
+        )
     key = class_key_for(analysis.index, model)
     if key is None:
         raise TrackerError(f"cannot find the class {model} at {resolved}")
@@ -372,50 +381,78 @@ def fix(
 
 
 @click.command()
-@click.argument("member")
+@click.argument("name", metavar="MEMBER|CLASS")
 @click.option("--at", "version", required=True, help="The version to explain.")
 @click.option(
     "-a", "--algorithm", "algorithm", default="EAGLE3", show_default=True, help=ALGORITHM_HELP
 )
 @click.option("--role", type=click.Choice(["target", "draft"]), default=None)
+@click.option(
+    "-m", "--model", "model", help="Also how this entry class provides it, and its contract."
+)
 @_source_options
 @_format_option("text", "json")
 def why(
-    member: str,
+    name: str,
     version: str,
     algorithm: str,
     role: str | None,
+    model: str | None,
     ws: Workspace,
     fmt: str,
 ) -> None:
     """Why ALGORITHM needs MEMBER at VERSION: each site, its condition, and the call path
-    from the algorithm's worker to it."""
-    from tracker.render import requirement_doc, to_json
+    from the algorithm's worker to it. Given an entry CLASS instead (or -m CLASS): how it
+    provides each member, and whether it keeps EAGLE3's aux-hidden-state contract."""
+    from tracker.render import check_doc, requirement_doc, to_json
 
     snap = ws.snapshot(version)
-    name = algorithm.upper()
-    _pick_algorithms(snap.interface.algorithms, (name,))
-    reqs = [r for r in snap.interface.for_algorithm(name, role) if r.member == member]
-    if not reqs:
-        others = sorted({r.algorithm for r in snap.interface.requirements if r.member == member})
-        also = f" (it is required by {', '.join(others)})" if others else ""
-        raise TrackerError(f"{name} at {snap.version} requires no member {member}{also}")
+    alg = algorithm.upper()
+    _pick_algorithms(snap.interface.algorithms, (alg,))
+    registered = sorted(e.name for e in snap.compat.entries)
+    member: str | None = name
+    if name in registered and model is None:
+        member, model = None, name
+    check = None
+    if model is not None:
+        if model not in registered:
+            hint = suggest(model, registered)
+            raise TrackerError(f"{snap.version} registers no entry class {model}{hint}")
+        check = snap.compat.check_for(model, alg)
+        if check is None:
+            raise TrackerError(f"{model} is not checked for {alg} at {snap.version} "
+                               "(the algorithm asks nothing of its kind of class)")
+    if member is not None:
+        reqs = [r for r in snap.interface.for_algorithm(alg, role) if r.member == member]
+        if not reqs:
+            others = sorted({r.algorithm for r in snap.interface.requirements
+                             if r.member == member})
+            also = f" (it is required by {', '.join(others)})" if others else ""
+            raise TrackerError(f"{alg} at {snap.version} requires no member {member}{also}")
+    else:
+        assert check is not None
+        checked = {p.member for p in check.provisions}
+        reqs = [r for r in snap.interface.for_algorithm(alg, check.role) if r.member in checked]
     _flush_warnings(ws)
     if fmt == "json":
-        _emit(
-            to_json(
-                {
-                    "schema": "sglang-tracker/why@1",
-                    "version": snap.version,
-                    "algorithm": name,
-                    "member": member,
-                    "requirements": [requirement_doc(r) for r in reqs],
-                }
-            )
-        )
+        doc: dict[str, Any] = {"schema": "sglang-tracker/why@1", "version": snap.version,
+                               "algorithm": alg}
+        if member is not None:
+            doc["member"] = member
+        if check is not None:
+            doc.update(model=check.model, check=check_doc(check))
+        doc["requirements"] = [requirement_doc(r) for r in reqs]
+        _emit(to_json(doc))
         return
-    workers = ", ".join(snap.interface.workers.get(name, ())) or "none found"
-    lines = [f"{member} at {snap.version} for {name} (workers: {workers})"]
+    lines = _why_member_lines(snap, alg, member, reqs) if member is not None else []
+    if check is not None:
+        lines += _why_model_lines(check, reqs, snap.version)
+    _emit("\n".join(lines) + "\n")
+
+
+def _why_member_lines(snap: Any, alg: str, member: str, reqs: list[Any]) -> list[str]:
+    workers = ", ".join(snap.interface.workers.get(alg, ())) or "none found"
+    lines = [f"{member} at {snap.version} for {alg} (workers: {workers})"]
     for r in reqs:
         lines.append(f"  {r.role} model · {r.kind} · {r.status}")
         for s in r.sites:
@@ -431,7 +468,50 @@ def why(
                     lines.append(f"        → {step}")
             else:
                 lines.append("      call path: none found from the worker")
-    _emit("\n".join(lines) + "\n")
+    return lines
+
+
+_HOW = {"defined": "defined in", "inherited": "inherited from", "attribute": "set by",
+        "torch": "from", "alternative": "stands in:", "unknown": "unknown:"}
+
+
+def _why_model_lines(check: Any, reqs: list[Any], version: str) -> list[str]:
+    """How the class provides each member it is checked for, then its aux-hidden-state
+    contract: each finding with its sites, what serving it does and what a fix must do."""
+    from tracker.contract import SETTER, ContractRule
+
+    sites = {r.member: r.sites[0] for r in reqs if r.role == check.role}
+    other = f" --algorithm {check.algorithm}" if check.algorithm != "EAGLE3" else ""
+    lines = [f"{check.model} at {version} for {check.algorithm}: {check.status} "
+             f"({check.role} model · {check.path})"]
+    for p in check.provisions:
+        if p.how == "missing":
+            at = sites.get(p.member)
+            where = f" · required at {at.path}:{at.line} in {at.function}" if at else ""
+            lines.append(f"  {p.member:<32} missing{where}")
+            for d in check.delegations:
+                if d.member == p.member:
+                    lines.append(f"      its self.{d.attribute} ({d.inner_class}) provides it "
+                                 f"→ tracker fix {check.model} --at {version}{other}")
+        else:
+            lines.append(f"  {p.member:<32} {_HOW.get(p.how, p.how)} {p.where}".rstrip())
+    if check.role != "target" or SETTER not in {p.member for p in check.provisions}:
+        return lines
+    if check.contract:
+        lines.append("  aux-hidden-state contract: broken")
+        for f in check.contract:
+            rule = ContractRule.of(f.rule)
+            lines.append(f"    {f.headline}: {f.message}")
+            lines += [f"      {s.path}:{s.line}  {s.what}" for s in f.sites]
+            lines.append(f"      serving it: {rule.symptom}")
+            lines.append(f"      to fix: {rule.remedy} (tracker fix writes no patch for this)")
+    elif check.contract_unknown:
+        lines.append(f"  aux-hidden-state contract: not followed ({check.contract_unknown})")
+    elif check.missing or check.unknown:
+        lines.append("  aux-hidden-state contract: not checked while members are missing")
+    else:
+        lines.append("  aux-hidden-state contract: holds as far as the tracker follows it")
+    return lines
 
 
 def register(group: click.Group) -> None:

@@ -351,6 +351,11 @@ def _outcome_text(outcome: ReleaseOutcome, dry_run_on: str | None = None) -> str
 @click.option(
     "--until", metavar="VERSION", help="Look for the fixing release no further than this one."
 )
+@click.option(
+    "-m", "--model", "model", metavar="CLASS",
+    help="The entry class that was served (an unpack error names none; an AttributeError "
+    "may name its inner class).",
+)
 @_source_options
 @_choice_format("text", "json")
 @_render_options
@@ -359,13 +364,16 @@ def triage(
     version: str,
     algorithms: tuple[str, ...],
     until: str | None,
+    model: str | None,
     ws: Workspace,
     fmt: str,
     render_options: RenderOptions,
 ) -> None:
     """Explain an AttributeError such as "'KimiK25ForConditionalGeneration' object has no
     attribute 'get_embed_and_head'" (MESSAGE, or - to read a traceback from stdin): which
-    algorithms require the member, where, which later release fixes it, and the patch."""
+    algorithms require the member, where, which later release fixes it, and the patch. Or
+    "ValueError: too many values to unpack (expected 2)" from a forward (with -m CLASS): the
+    aux-hidden-state contract finding behind it, its sites and the release that fixes it."""
     from tracker.render import render
     from tracker.triage import parse_error, triage_document
 
@@ -388,6 +396,7 @@ def triage(
         _describe(ws, snap, fmt),
         later=_later(ws, src, resolved, until),
         patch_for=patch_for,
+        model=model,
     )
     _flush_warnings(ws)
     _emit(render("triage", fmt, doc, render_options))

@@ -17,7 +17,7 @@ from __future__ import annotations
 
 import re
 from collections import defaultdict
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from enum import Enum
 
 from tracker.facts import Effect, FunctionDef, Return
@@ -34,17 +34,56 @@ _SELF_CHAIN = re.compile(r"^self((?:\.[A-Za-z_]\w*)*)(\[[^\]]*\])?$")
 _WORD = re.compile(r"[A-Za-z_]\w*")
 
 
+# What a user sees when the forward unpacks (hidden_states, aux) from a bare tensor.
+UNPACK_ERROR = "ValueError: too many values to unpack (expected 2)"
+
+
 class ContractRule(Enum):
-    """The rules, each with the id scripts see and the headline a reader sees."""
+    """The rules, each with the id scripts see, the headline a reader sees, what serving
+    the class with EAGLE3 does (the error a user would paste into `tracker triage`), and
+    what the fix has to do (`tracker fix` writes no patch for a contract break)."""
 
-    CAPTURE_STATE_MISMATCH = ("capture_state_mismatch", "aux hidden states never captured")
-    AUX_NEVER_RETURNED = ("aux_never_returned", "aux hidden states never returned")
-    CAPTURE_ATTRIBUTE_MISSING = ("capture_attribute_missing", "capture attribute never created")
-    AUX_NOT_TO_LOGITS = ("aux_not_to_logits", "aux hidden states never reach the logits")
+    CAPTURE_STATE_MISMATCH = (
+        "capture_state_mismatch", "aux hidden states never captured",
+        "the decoder collects no aux hidden states: a forward that unpacks them from its "
+        f"bare return fails with {UNPACK_ERROR}; otherwise the draft gets none",
+        "make set_eagle3_layers_to_capture set the state the decoder reads, on the object "
+        "it reads it from (or call the inner model's own setter)",
+    )
+    AUX_NEVER_RETURNED = (
+        "aux_never_returned", "aux hidden states never returned",
+        "the inner forward returns a bare tensor where a (hidden_states, aux_hidden_states) "
+        f"pair is unpacked: {UNPACK_ERROR}",
+        "make the decoder on the forward path append the captured layers' outputs and "
+        "return (hidden_states, aux_hidden_states) when capture is on",
+    )
+    CAPTURE_ATTRIBUTE_MISSING = (
+        "capture_attribute_missing", "capture attribute never created",
+        "AttributeError on the first forward: the attribute is read before anything sets it",
+        "create the attribute in the __init__ that actually runs (call the parent's "
+        "__init__), or set it in set_eagle3_layers_to_capture",
+    )
+    AUX_NOT_TO_LOGITS = (
+        "aux_not_to_logits", "aux hidden states never reach the logits",
+        "no error where it happens: the forward output carries no aux hidden states, so "
+        "the EAGLE3 draft does not get the captured layers",
+        "pass the unpacked aux hidden states on to self.logits_processor",
+    )
 
-    def __init__(self, rule_id: str, headline: str) -> None:
+    def __init__(self, rule_id: str, headline: str, symptom: str, remedy: str) -> None:
         self.id = rule_id
         self.headline = headline
+        self.symptom = symptom
+        self.remedy = remedy
+
+    @classmethod
+    def of(cls, rule_id: str) -> ContractRule:
+        return next(r for r in cls if r.id == rule_id)
+
+    @property
+    def unpacks(self) -> bool:
+        """Whether a user meets this break as the unpack ValueError."""
+        return UNPACK_ERROR in self.symptom
 
 
 @dataclass(frozen=True, order=True)
@@ -65,7 +104,7 @@ class ContractFinding:
 
     @property
     def headline(self) -> str:
-        return next(r.headline for r in ContractRule if r.id == self.rule)
+        return ContractRule.of(self.rule).headline
 
     def render(self) -> str:
         return f"{self.headline}: " + "; ".join(s.render() for s in self.sites)
@@ -435,6 +474,11 @@ def check_contract(index: VersionIndex, cls: str) -> ContractResult:
             findings += _aux_filled(c, frame)
     findings += _logits(c, top)
     if findings:
+        unpack = next((u for f in _frames(top) for u in _unpack_sites(c, f)), None)
+        if unpack is not None:  # where a decoder that collects nothing makes it crash
+            findings = [replace(f, sites=(*f.sites, unpack))
+                        if f.rule == ContractRule.CAPTURE_STATE_MISMATCH.id else f
+                        for f in findings]
         return ContractResult("broken", tuple(sorted(set(findings))))
     if not pairs:
         c.unknown.append("no forward on the path returns (hidden_states, aux_hidden_states)")
@@ -533,6 +577,14 @@ def _returned_names(r: Return) -> set[str] | None:
     return names if len(names) == len(r.value.args) - 1 else None
 
 
+def _unpack_sites(c: _Contract, frame: _Frame) -> list[ContractSite]:
+    """Where a forward unpacks (hidden, aux) from a name holding an inner call's result."""
+    return [ContractSite(c.path(frame.fn), e.line,
+                         f"{c.label(frame.fn)} unpacks {e.text.replace(',', ', ')}")
+            for e in c.effects(frame.fn)
+            if e.kind == "unpack" and e.text.count(",") == 1 and _WORD.fullmatch(e.value)]
+
+
 def _unpacks(c: _Contract, frame: _Frame) -> list[ContractFinding]:
     """Rule 2: a forward that unpacks (hidden, aux) from an inner model whose forwards
     never return a pair."""
@@ -542,14 +594,11 @@ def _unpacks(c: _Contract, frame: _Frame) -> list[ContractFinding]:
     if any(_pair_return(c, f) for f in below):
         return []
     out = []
-    for e in c.effects(frame.fn):
-        if e.kind == "unpack" and e.text.count(",") == 1 and _WORD.fullmatch(e.value):
-            sites = (ContractSite(c.path(frame.fn), e.line,
-                                  f"{c.label(frame.fn)} unpacks {e.text.replace(',', ', ')}"),
-                     *(ContractSite(c.path(f.fn), c.fdef(f.fn).line,
-                                    f"{c.label(f.fn)} returns no pair") for f in frame.inner))
-            message = "the inner forward never returns (hidden_states, aux_hidden_states)"
-            out.append(ContractFinding(ContractRule.AUX_NEVER_RETURNED.id, message, sites))
+    for site in _unpack_sites(c, frame):
+        sites = (site, *(ContractSite(c.path(f.fn), c.fdef(f.fn).line,
+                                      f"{c.label(f.fn)} returns no pair") for f in frame.inner))
+        message = "the inner forward never returns (hidden_states, aux_hidden_states)"
+        out.append(ContractFinding(ContractRule.AUX_NEVER_RETURNED.id, message, sites))
     return out
 
 
@@ -590,15 +639,22 @@ def _logits(c: _Contract, top: _Frame) -> list[ContractFinding]:
                for n in e.text.split(",")[1:]}
         if aux and _mentions(call.args, aux):
             continue
-        what = f"{c.label(frame.fn)} calls self.logits_processor without the aux states"
+        label = c.label(frame.fn)
+        # Where the aux states come from, then where they are dropped.
+        origin = _unpack_sites(c, frame)[:1]
+        if not aux:
+            origin = [ContractSite(c.path(f.fn), r.line, f"{c.label(f.fn)} returns a pair")
+                      for f in below if (r := _pair_return(c, f)) is not None][:1]
+        what = f"{label} calls self.logits_processor without the aux states"
         message = ("the logits processor is called without the aux hidden states"
                    if aux else "the inner (hidden_states, aux) pair is never unpacked")
         out.append(ContractFinding(ContractRule.AUX_NOT_TO_LOGITS.id, message,
-                                   (ContractSite(c.path(frame.fn), call.line, what),)))
+                                   (*origin, ContractSite(c.path(frame.fn), call.line, what))))
     return out
 
 
 __all__ = [
+    "UNPACK_ERROR",
     "ContractFinding",
     "ContractResult",
     "ContractRule",

@@ -30,14 +30,26 @@ CHANGE_KINDS: dict[str, str] = {
     "config_key_removed": "configuration key {subject} is no longer read",
     "model_wrapper_broke": "{subject} no longer provides what {algorithm} requires",
     "model_wrapper_fixed": "{subject} now provides what {algorithm} requires",
+    # The members are all there, and the aux-hidden-state contract (tracker.contract) is
+    # what broke or was fixed: its own kind, so an issue about it is its own issue.
+    "model_wrapper_contract_broke": (
+        "{subject} provides the members but breaks {algorithm}'s aux-hidden-state contract"
+    ),
+    "model_wrapper_contract_fixed": (
+        "{subject} no longer breaks {algorithm}'s aux-hidden-state contract"
+    ),
     "model_wrapper_added_unsupported": "new class {subject} lacks what {algorithm} requires",
     "model_wrapper_added_supported": "new class {subject} supports {algorithm}",
     "model_wrapper_removed": "{subject} is no longer registered",
 }
 
+# A wrapper that worked in the previous version and no longer does, and the reverse.
+WRAPPER_BROKE = frozenset({"model_wrapper_broke", "model_wrapper_contract_broke"})
+WRAPPER_FIXED = frozenset({"model_wrapper_fixed", "model_wrapper_contract_fixed"})
+
 # Kinds a maintainer must act on, ranked before the rest.
 BREAKING = frozenset(
-    {"member_now_required", "member_became_required", "call_arity_changed", "model_wrapper_broke"}
+    {"member_now_required", "member_became_required", "call_arity_changed", *WRAPPER_BROKE}
 )
 
 
@@ -156,9 +168,11 @@ def model_changes(old: Compat, new: Compat, algorithms: tuple[str, ...]) -> Iter
         o, n = before.get(k), after.get(k)
         if o is not None and n is not None:
             if o.status == "ok" and n.status == "broken":
-                yield Change("model_wrapper_broke", algorithm, model, n.role, o, n, notable=True)
+                kind = "model_wrapper_contract_broke" if n.contract else "model_wrapper_broke"
+                yield Change(kind, algorithm, model, n.role, o, n, notable=True)
             elif o.status == "broken" and n.status == "ok":
-                yield Change("model_wrapper_fixed", algorithm, model, n.role, o, n)
+                kind = "model_wrapper_contract_fixed" if o.contract else "model_wrapper_fixed"
+                yield Change(kind, algorithm, model, n.role, o, n)
         elif n is not None and model not in old_names:
             if n.status == "broken":
                 # Worth a look when its own inner model has the members, or a sibling in

@@ -18,11 +18,12 @@ from dataclasses import asdict, dataclass
 from typing import Any, Protocol
 
 from tracker.compat import Compat, Delegation, ModelCheck, natural_role
-from tracker.diff import Change, Diff, rank
+from tracker.contract import ContractRule
+from tracker.diff import WRAPPER_BROKE, Change, Diff, rank
 from tracker.errors import TrackerError
 from tracker.index import VersionIndex
 from tracker.interface import Interface, Requirement
-from tracker.render import RenderOptions, check_doc, render, requirement_doc
+from tracker.render import RenderOptions, check_doc, finding_doc, render, requirement_doc
 from tracker.sources.base import VersionTree
 
 SCHEMA = "sglang-tracker/issues@1"
@@ -32,7 +33,7 @@ TITLE_MAX = 250
 BODY_MAX = 65000
 BASE_LABELS = (TRACKER_LABEL, "speculative-decoding")
 
-MODEL_KINDS = frozenset({"model_wrapper_broke", "model_wrapper_added_unsupported"})
+MODEL_KINDS = WRAPPER_BROKE | {"model_wrapper_added_unsupported"}
 MEMBER_KINDS = frozenset({"member_now_required", "member_became_required",
                           "member_no_longer_required"})
 # Reports a later release can resolve; a removed member is news, not something to fix.
@@ -133,7 +134,7 @@ def accepted_instead(d: Diff, compat: Compat) -> list[Change]:
 
 
 def _worth_an_issue(change: Change, compat: Compat) -> bool:
-    if change.kind == "model_wrapper_broke":
+    if change.kind in WRAPPER_BROKE:
         return True
     if change.kind == "model_wrapper_added_unsupported":
         return change.notable and isinstance(change.new, ModelCheck) \
@@ -219,6 +220,7 @@ def _issue(report: Report, doc: dict[str, Any], options: RenderOptions,
 
 def _labels(report: Report) -> tuple[str, ...]:
     extra = {"model_wrapper_broke": ("model-wrapper", "regression"),
+             "model_wrapper_contract_broke": ("model-wrapper", "regression"),
              "model_wrapper_added_unsupported": ("model-wrapper", "new-model")}
     specific = extra.get(report.kind, ("interface-change", f"{report.role}-model"))
     return (*BASE_LABELS, f"algorithm:{report.algorithm}", *specific)
@@ -227,6 +229,11 @@ def _labels(report: Report) -> tuple[str, ...]:
 def _title(report: Report, doc: dict[str, Any]) -> str:
     alg, subject, version = report.algorithm, report.subject, report.version
     missing = ", ".join(m["member"] for m in doc.get("missing", []))
+    broken = "; ".join(dict.fromkeys(f["headline"] for f in doc.get("contract", [])))
+    if broken:
+        new = "new " if report.kind == "model_wrapper_added_unsupported" else ""
+        since = f"({version})" if new else f"(broken since {version})"
+        return f"[{alg}] {new}{subject} breaks the aux-hidden-state contract: {broken} {since}"
     if report.kind == "model_wrapper_broke":
         return f"[{alg}] {subject} no longer provides {missing} (broken since {version})"
     if report.kind == "model_wrapper_added_unsupported":
@@ -286,12 +293,25 @@ def _model_document(report: Report, check: ModelCheck, before: ModelCheck | None
         "check": check_doc(check),
         "missing": missing,
         "unknown": list(check.unknown),
+        "contract": contract_docs(check),
+        "before_contract_unknown": before.contract_unknown if before is not None else "",
+        "provided": [p.member for p in check.provisions],
         "error": (f"AttributeError: '{check.model}' object has no attribute "
                   f"'{check.missing[0]}'") if check.missing else "",
         "delegation_attributes": sorted({d.attribute for d in check.delegations}),
         "fix_command": command if check.delegations else "",
         "patch": patch,
     }
+
+
+def contract_docs(check: ModelCheck) -> list[dict[str, Any]]:
+    """The check's contract findings, each with what serving the class does and what a
+    fix must do (there is no `tracker fix` patch for a contract break)."""
+    out = []
+    for f in check.contract:
+        rule = ContractRule.of(f.rule)
+        out.append({**finding_doc(f), "symptom": rule.symptom, "remedy": rule.remedy})
+    return out
 
 
 def patch_document(found: Analysed, check: ModelCheck) -> dict[str, Any] | None:
@@ -366,6 +386,11 @@ def fixed_reason(report: Report, interface: Interface, compat: Compat) -> str | 
         check = compat.check_for(report.subject, report.algorithm)
         if check is None or check.status != "ok":
             return None
+        if report.kind == "model_wrapper_contract_broke":
+            if check.contract_unknown:
+                return None  # ok only because the contract could not be followed
+            return (f"`{report.subject}` no longer breaks {report.algorithm}'s "
+                    f"aux-hidden-state contract at {interface.version}.")
         members = ", ".join(f"`{p.member}`" for p in check.provisions) or "every member"
         return (f"`{report.subject}` provides what {report.algorithm} requires of a "
                 f"{report.role} model at {interface.version} ({members}).")

@@ -15,6 +15,7 @@ from pathlib import Path
 from typing import Any
 
 from tracker.compat import Compat, ModelCheck
+from tracker.contract import ContractFinding
 from tracker.diff import Change, Diff, rank
 from tracker.interface import FieldUse, Interface, Requirement, Site
 from tracker.sources.base import SRT_PREFIX
@@ -101,17 +102,20 @@ def check_doc(c: ModelCheck) -> dict[str, Any]:
         ],
         # Only on an accepted break (tracker.toml): the break is still reported as such.
         **({"accepted": {"reason": c.accepted}} if c.accepted else {}),
-        "contract": [
-            {
-                "rule": f.rule,
-                "message": f.message,
-                "headline": f.headline,
-                "text": f.render(),
-                "sites": [{"path": s.path, "line": s.line, "what": s.what} for s in f.sites],
-            }
-            for f in c.contract
-        ],
+        "contract": [finding_doc(f) for f in c.contract],
         **({"contract_unknown": c.contract_unknown} if c.contract_unknown else {}),
+    }
+
+
+def finding_doc(f: ContractFinding) -> dict[str, Any]:
+    """An aux-hidden-state contract finding: its rule, what is wrong, and the sites (the
+    setter's write, the decoder's read, the failing unpack or call)."""
+    return {
+        "rule": f.rule,
+        "message": f.message,
+        "headline": f.headline,
+        "text": f.render(),
+        "sites": [{"path": s.path, "line": s.line, "what": s.what} for s in f.sites],
     }
 
 

@@ -597,6 +597,8 @@ def _change_doc(change: Change, tag: str, previous: str, pattern: str) -> dict[s
 _MODEL_GROUPS = {
     "model_wrapper_broke": "broke",
     "model_wrapper_fixed": "fixed",
+    "model_wrapper_contract_broke": "broke",
+    "model_wrapper_contract_fixed": "fixed",
     "model_wrapper_added_unsupported": "new_unsupported",
     "model_wrapper_added_supported": "new_supported",
     "model_wrapper_removed": "removed",
@@ -609,6 +611,11 @@ def _model_event_doc(change: Change) -> dict[str, Any]:
     members = (old.missing if change.kind == "model_wrapper_fixed" and old else ()) or (
         new.missing if new else ()
     )
+    # A contract break or fix names the rules (as the matrix events do).
+    contract = old.contract if change.kind == "model_wrapper_contract_fixed" and old else (
+        new.contract if new else ()
+    )
+    members += tuple(sorted({f"contract: {f.headline}" for f in contract}))
     inner = sorted(
         {f"self.{d.attribute} ({d.inner_class})" for d in (new.delegations if new else ())}
     )

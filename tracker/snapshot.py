@@ -67,6 +67,7 @@ ANALYSIS_MODULES = (
     "algorithms.py",
     "interface.py",
     "compat.py",
+    "contract.py",
     "roles.py",
     "loader.py",
 )

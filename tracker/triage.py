@@ -1,6 +1,8 @@
 """From an `AttributeError` a user hit to the answer: which algorithms require that member
 of that class, where, whether the class is broken at that version, which later release fixes
-it, and the patch when its inner model has the member.
+it, and the patch when its inner model has the member. From the `ValueError: too many values
+to unpack (expected 2)` of a forward that unpacks aux hidden states its decoder never
+returned: which aux-hidden-state contract finding explains it, with its sites.
 
 This is the seed's question asked the other way round: not "what breaks?" but "why did my
 server crash?".
@@ -15,9 +17,10 @@ from dataclasses import dataclass
 from typing import Any
 
 from tracker.compat import Compat, ModelCheck, natural_role
+from tracker.contract import ContractFinding, ContractRule
 from tracker.errors import TrackerError
 from tracker.interface import Interface
-from tracker.render import field_doc, requirement_doc
+from tracker.render import field_doc, finding_doc, requirement_doc
 
 SCHEMA = "sglang-tracker/triage@1"
 
@@ -27,14 +30,17 @@ _FORMS = (
     ("class", re.compile(rf"type object '({_NAME})' has no attribute '(\w+)'")),
     ("module", re.compile(rf"module '({_NAME})' has no attribute '(\w+)'")),
     ("object", re.compile(rf"'({_NAME})' object has no attribute '(\w+)'")),
+    # A forward unpacking (hidden_states, aux_hidden_states) from a bare tensor; Python 3.13
+    # adds ", got N". Names no class: the class comes from -m or the contract findings.
+    ("unpack", re.compile(r"()()(?:too many|not enough) values to unpack \(expected 2\b")),
 )
 
 
 @dataclass(frozen=True)
 class ParsedError:
-    form: str  # "object" | "class" | "module"
-    owner: str  # class name (last dotted part kept as written) or module name
-    member: str
+    form: str  # "object" | "class" | "module" | "unpack"
+    owner: str  # class name (last dotted part kept as written) or module name; "" (unpack)
+    member: str  # "" for an unpack error
     text: str  # the matched line
 
     @property
@@ -53,8 +59,9 @@ def parse_error(message: str) -> ParsedError:
                 found = (match.start(), form, match)
     if found is None:
         raise TrackerError(
-            "cannot read an attribute error from the message; expected "
-            "\"'Class' object has no attribute 'member'\" (or the type object / module forms)")
+            "cannot read an attribute error or an unpack error from the message; expected "
+            "\"'Class' object has no attribute 'member'\" (or the type object / module forms)"
+            " or \"ValueError: too many values to unpack (expected 2)\"")
     _, form, match = found
     line_start = message.rfind("\n", 0, match.start()) + 1
     line_end = message.find("\n", match.end())
@@ -70,29 +77,31 @@ def module_path(module: str) -> str:
 def triage_document(error: ParsedError, interface: Interface, compat: Compat,
                     algorithms: tuple[str, ...], source: str,
                     later: Iterable[tuple[str, Compat]] = (),
-                    patch_for: Callable[[ModelCheck], dict[str, Any] | None] | None = None
-                    ) -> dict[str, Any]:
+                    patch_for: Callable[[ModelCheck], dict[str, Any] | None] | None = None,
+                    model: str | None = None) -> dict[str, Any]:
     """Everything the tracker knows about `error` at `interface.version`.
 
     `later` yields (version, compat) of the releases after it, oldest first, lazily: it is
     read only as far as needed to find the release that fixes each broken algorithm.
+    `model` names the entry class when the error does not (an unpack error) or names an
+    inner class (`'Qwen2ForCausalLM' object has no attribute 'capture_aux_hidden_states'`).
     """
     version = interface.version
     entries = {e.name: e for e in compat.entries}
-    models = _models(error, compat)
-    model = entries.get(models[0]) if len(models) == 1 else None
-    role = model.kind if model is not None and model.kind in ("target", "draft") else None
+    models = _models(error, compat, algorithms, model)
+    entry = entries.get(models[0]) if len(models) == 1 else None
+    role = entry.kind if entry is not None and entry.kind in ("target", "draft") else None
     member = error.member
 
     reqs = [r for r in interface.requirements
-            if r.member == member and r.algorithm in algorithms]
+            if member and r.member == member and r.algorithm in algorithms]
     for_role = [r for r in reqs if role is None or r.role == role]
     other_roles = [r for r in reqs if role is not None and r.role != role]
     fields = [f for f in interface.output_fields + interface.config_keys
-              if f.name == member and f.algorithm in algorithms]
+              if member and f.name == member and f.algorithm in algorithms]
 
     checks: list[dict[str, Any]] = []
-    pending: dict[str, ModelCheck] = {}
+    pending: dict[tuple[str, str], ModelCheck] = {}
     for name in models:
         for c in compat.checks:
             # The class in its kind's own role: a target's row as a draft is not the
@@ -100,12 +109,12 @@ def triage_document(error: ParsedError, interface: Interface, compat: Compat,
             if c.model != name or c.algorithm not in algorithms or c.role != natural_role(
                     c.kind):
                 continue
-            if c.status == "broken" and member in c.missing:
-                pending[c.algorithm] = c
-            checks.append(_check(c, member))
+            if c.status == "broken":
+                pending[(c.model, c.algorithm)] = c
+            checks.append(_check(c, error))
     fixed_in = _first_fix(pending, later) if pending else {}
     for shown in checks:
-        shown["fixed_in"] = fixed_in.get(shown["algorithm"], "")
+        shown["fixed_in"] = fixed_in.get((shown["model"], shown["algorithm"]), "")
 
     patch = None
     chosen = _patch_check(pending, member)
@@ -118,7 +127,7 @@ def triage_document(error: ParsedError, interface: Interface, compat: Compat,
             command += f" --algorithm {chosen.algorithm}"
 
     suggestions: list[str] = []
-    if not models and error.form != "module":
+    if not models and error.form in ("object", "class"):
         suggestions = difflib.get_close_matches(error.class_name, sorted(entries), n=3)
     return {
         "schema": SCHEMA,
@@ -138,14 +147,26 @@ def triage_document(error: ParsedError, interface: Interface, compat: Compat,
         "checks": checks,
         "fix_command": command,
         "patch": patch,
-        "verdict": _verdict(error, models, role, for_role, other_roles, fields, checks,
-                            version),
+        "verdict": _contract_verdict(error, models, checks, version)
+        or _verdict(error, models, role, for_role, other_roles, fields, checks, version),
     }
 
 
-def _models(error: ParsedError, compat: Compat) -> list[str]:
-    """The entry classes the error is about: the named class, or every class a named
-    models module registers."""
+def _models(error: ParsedError, compat: Compat, algorithms: tuple[str, ...],
+            model: str | None) -> list[str]:
+    """The entry classes the error is about: the one given, the named class, every class
+    a named models module registers, or (an unpack error) every class whose contract
+    finding explains it."""
+    if model is not None:
+        registered = sorted(e.name for e in compat.entries)
+        if model not in registered:
+            near = difflib.get_close_matches(model, registered, n=3)
+            hint = f"; did you mean {', '.join(near)}" if near else ""
+            raise TrackerError(f"{compat.version} registers no entry class {model}{hint}")
+        return [model]
+    if error.form == "unpack":
+        return sorted({c.model for c in compat.checks if c.algorithm in algorithms
+                       and any(_explains(f, error) for f in c.contract)})
     if error.form == "module":
         path = module_path(error.owner)
         return sorted(e.name for e in compat.entries if e.path == path)
@@ -153,37 +174,87 @@ def _models(error: ParsedError, compat: Compat) -> list[str]:
     return [name] if any(e.name == name for e in compat.entries) else []
 
 
-def _check(c: ModelCheck, member: str) -> dict[str, Any]:
+def _explains(f: ContractFinding, error: ParsedError) -> bool:
+    """Whether a contract finding is what raised `error`: the unpack of a bare tensor, or
+    the read of a capture attribute nothing created."""
+    rule = ContractRule.of(f.rule)
+    if error.form == "unpack":
+        return rule.unpacks
+    return rule is ContractRule.CAPTURE_ATTRIBUTE_MISSING \
+        and re.search(rf"\b{re.escape(error.member)}\b", f.message) is not None
+
+
+def _check(c: ModelCheck, error: ParsedError) -> dict[str, Any]:
+    member = error.member
+    contract = [{**finding_doc(f), "symptom": ContractRule.of(f.rule).symptom,
+                 "remedy": ContractRule.of(f.rule).remedy, "explains": _explains(f, error)}
+                for f in c.contract]
     return {"model": c.model, "algorithm": c.algorithm, "role": c.role, "status": c.status,
             "missing": list(c.missing), "unknown": list(c.unknown),
-            "member_missing": member in c.missing,
+            "member_missing": bool(member) and member in c.missing,
             "delegations": [{"member": d.member, "attribute": d.attribute,
-                             "inner_class": d.inner_class} for d in c.delegations]}
+                             "inner_class": d.inner_class} for d in c.delegations],
+            "contract": contract,
+            "contract_matches": any(f["explains"] for f in contract),
+            **({"contract_unknown": c.contract_unknown} if c.contract_unknown else {})}
 
 
-def _first_fix(pending: dict[str, ModelCheck], later: Iterable[tuple[str, Compat]]
-               ) -> dict[str, str]:
-    found: dict[str, str] = {}
+def _first_fix(pending: dict[tuple[str, str], ModelCheck],
+               later: Iterable[tuple[str, Compat]]) -> dict[tuple[str, str], str]:
+    found: dict[tuple[str, str], str] = {}
     for version, compat in later:
-        for algorithm, c in pending.items():
-            if algorithm in found:
+        for (model, algorithm), _c in pending.items():
+            if (model, algorithm) in found:
                 continue
-            now = compat.check_for(c.model, algorithm)
+            now = compat.check_for(model, algorithm)
             if now is not None and now.status == "ok":
-                found[algorithm] = version
+                found[(model, algorithm)] = version
         if len(found) == len(pending):
             break
     return found
 
 
-def _patch_check(pending: dict[str, ModelCheck], member: str) -> ModelCheck | None:
+def _patch_check(pending: dict[tuple[str, str], ModelCheck], member: str) -> ModelCheck | None:
     """The broken check whose patch fixes the most: it must delegate `member`; EAGLE3
     first on a tie, as the seed's case."""
-    usable = [c for c in pending.values() if any(d.member == member for d in c.delegations)]
+    usable = [c for c in pending.values() if member in c.missing
+              and any(d.member == member for d in c.delegations)]
     if not usable:
         return None
     return max(usable, key=lambda c: (len({d.member for d in c.delegations}),
                                       c.algorithm == "EAGLE3", c.algorithm))
+
+
+def _contract_verdict(error: ParsedError, models: list[str], checks: list[dict[str, Any]],
+                      version: str) -> str:
+    """The verdict when the aux-hidden-state contract explains the error, or when the error
+    is an unpack error (which only the contract can explain); "" otherwise."""
+    explained = [(c, f) for c in checks for f in c["contract"] if f["explains"]]
+    if explained:
+        c, f = explained[0]
+        names = sorted({x["model"] for x, _ in explained})
+        verb = "breaks" if len(names) == 1 else "break"
+        return (f"{', '.join(names)} {verb} the aux-hidden-state contract "
+                f"{c['algorithm']} relies on at {version} ({f['headline']}): {f['message']}")
+    if error.form != "unpack":
+        return ""
+    if not models:
+        return (f"no entry class at {version} breaks the aux-hidden-state contract in a way "
+                "that raises this error, as the tracker reads it; name the class with -m")
+    row = checks[0] if checks else None
+    if row is None:
+        return f"{models[0]} is not checked for the algorithms asked at {version}"
+    if row["missing"]:
+        return (f"{row['model']} lacks {', '.join(row['missing'])} at {version}: it fails "
+                "before any forward, and its contract is not checked")
+    if row["contract"]:
+        return (f"{row['model']} breaks the aux-hidden-state contract at {version}, but not "
+                f"in a way that raises this error ({row['contract'][0]['headline']})")
+    if row.get("contract_unknown"):
+        return (f"the tracker could not follow {row['model']}'s aux-hidden-state contract at "
+                f"{version} ({row['contract_unknown']}); the unpack may come from there")
+    return (f"{row['model']} keeps the aux-hidden-state contract at {version} as the tracker "
+            "reads it; the unpack comes from elsewhere (a patched tree or another version?)")
 
 
 def _verdict(error: ParsedError, models: list[str], role: str | None, reqs: list[Any],

@@ -10,6 +10,7 @@ from dataclasses import dataclass
 from tracker.compat import Compat, build_compat
 from tracker.index import VersionIndex
 from tracker.interface import Interface, build_interface
+from tracker.loader import reads_in_full
 from tracker.parse import extract_facts
 from tracker.sources.base import content_id
 
@@ -143,6 +144,64 @@ _BASE: dict[str, str] = {
 # Dedented once here, so tests can edit the texts with the indentation they will have.
 BASE: dict[str, str] = {path: textwrap.dedent(text).lstrip() for path, text in _BASE.items()}
 
+# A models file (add it as "models/dec.py") whose causal LM keeps EAGLE3's aux-hidden-state
+# contract: the setter writes the layer ids the decoder reads, the decoder returns the aux
+# list it fills, the forward hands it to the logits processor. Tests break it one line at
+# a time (tracker.contract has one rule per way).
+CAPTURE_LM = textwrap.dedent("""
+    from torch import nn
+
+
+    class DecModel(nn.Module):
+        def __init__(self, config):
+            super().__init__()
+            self.layers = make_layers(config)
+            self.layers_to_capture = []
+
+        def forward(self, input_ids):
+            hidden_states = self.embed(input_ids)
+            aux_hidden_states = []
+            for i, layer in enumerate(self.layers):
+                if i in self.layers_to_capture:
+                    aux_hidden_states.append(hidden_states)
+                hidden_states = layer(hidden_states)
+            if len(aux_hidden_states) == 0:
+                return hidden_states
+            return hidden_states, aux_hidden_states
+
+
+    class DecForCausalLM(nn.Module):
+        def __init__(self, config):
+            super().__init__()
+            self.model = DecModel(config)
+            self.logits_processor = LogitsProcessor(config)
+            self.capture_aux_hidden_states = False
+
+        def forward(self, input_ids, batch):
+            hidden_states = self.model(input_ids)
+            aux_hidden_states = None
+            if self.capture_aux_hidden_states:
+                hidden_states, aux_hidden_states = hidden_states
+            return self.logits_processor(input_ids, hidden_states, batch, aux_hidden_states)
+
+        def get_embed_and_head(self):
+            return self.model.embed.weight, self.lm_head.weight
+
+        def set_eagle3_layers_to_capture(self, layer_ids=None):
+            self.capture_aux_hidden_states = True
+            self.model.layers_to_capture = [i + 1 for i in layer_ids]
+
+
+    EntryClass = DecForCausalLM
+    """).lstrip()
+# The forward drops the aux states on the way to the logits (aux_not_to_logits).
+CAPTURE_LM_DROPS_AUX = CAPTURE_LM.replace("batch, aux_hidden_states)", "batch)")
+# The decoder never returns the aux list (aux_never_returned).
+CAPTURE_LM_NO_PAIR = CAPTURE_LM.replace(
+    "        return hidden_states, aux_hidden_states\n", "        return hidden_states\n"
+)
+assert CAPTURE_LM_NO_PAIR != CAPTURE_LM and CAPTURE_LM_DROPS_AUX != CAPTURE_LM
+
 
 @dataclass
 class Built:
@@ -167,7 +226,8 @@ def build(overrides: Mapping[str, str | None] | None = None, version: str = "v1"
     facts = {}
     for path, text in files.items():
         data = text.encode()
-        facts[path] = extract_facts(path, content_id(data), data)
+        # As the loader reads them: models files for their definitions (and capture sites).
+        facts[path] = extract_facts(path, content_id(data), data, full=reads_in_full(path))
     index = VersionIndex(facts)
     interface = build_interface(version, index)
     return Built(index, interface, build_compat(index, interface))

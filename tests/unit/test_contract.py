@@ -132,13 +132,15 @@ def test_each_rule_is_quiet_on_its_fixed_fixture(rule: ContractRule) -> None:
     assert (result.status, result.findings, result.unknown) == ("ok", (), "")
 
 
-def test_a_mismatch_names_the_setter_write_and_the_decoder_read_with_their_lines() -> None:
+def test_a_mismatch_names_the_setter_write_the_decoder_read_and_the_unpack_that_fails(
+) -> None:
     broken, _fixed, cls = CASES[ContractRule.CAPTURE_STATE_MISMATCH]
     (finding,) = contract_of(broken, cls).findings
     assert finding.render() == (
         "aux hidden states never captured: set_eagle3_layers_to_capture writes "
         "self.model.layers_to_capture (dec.py:38); DecModel.forward reads "
-        "layer._is_layer_to_capture (getattr) (dec.py:12)"
+        "layer._is_layer_to_capture (getattr) (dec.py:12); DecForCausalLM.forward unpacks "
+        "hidden_states, aux_hidden_states (dec.py:30)"
     )
 
 

@@ -7,7 +7,7 @@ from __future__ import annotations
 from functools import cache
 
 import pytest
-from sgl_trees import BASE, Built, build
+from sgl_trees import BASE, CAPTURE_LM, CAPTURE_LM_DROPS_AUX, CAPTURE_LM_NO_PAIR, Built, build
 
 from tracker.diff import CHANGE_KINDS, diff
 
@@ -124,6 +124,16 @@ PAIRS: dict[str, tuple[dict[str, str | None], dict[str, str | None], set[str]]] 
         {"model_wrapper_broke"},
     ),
     "model_wrapper_fixed": ({}, {"models/wrapper.py": WRAPPER_FIXED}, {"model_wrapper_fixed"}),
+    "model_wrapper_contract_broke": (
+        {"models/dec.py": CAPTURE_LM},
+        {"models/dec.py": CAPTURE_LM_DROPS_AUX},
+        {"model_wrapper_contract_broke"},
+    ),
+    "model_wrapper_contract_fixed": (
+        {"models/dec.py": CAPTURE_LM_NO_PAIR},
+        {"models/dec.py": CAPTURE_LM},
+        {"model_wrapper_contract_fixed"},
+    ),
     "model_wrapper_added_unsupported": (
         {},
         {"models/new_vl.py": NEW_WRAPPER},
