@@ -264,6 +264,7 @@ def test_check_shows_a_contract_it_could_not_follow_only_on_rows_it_shows() -> N
     assert (llama.status, llama.contract_unknown) == ("ok", "no forward to follow")
     doc = check_document(base.compat, checks, "v1", "v1", "dir:/tree")
     doc["requirements"] = {}
+    doc["explain_kinds"] = False  # as `tracker check` sets it
     quiet = render("check", "text", {**doc, "show_all": False})
     assert "not followed" not in quiet
     shown = render("check", "text", {**doc, "show_all": True})
