@@ -365,7 +365,7 @@ def diff(
     available = tuple(dict.fromkeys(a.interface.algorithms + b.interface.algorithms))
     chosen = _pick_algorithms(available, algorithms)
     result = compute(a.interface, a.compat, b.interface, b.compat, chosen)
-    doc = diff_document(result, _describe(ws, b, fmt))
+    doc = diff_document(result, _describe_pair(ws, a, b, fmt))
     _flush_warnings(ws)
     _emit(render("diff", fmt, doc, replace(render_options, show_all=show_all)))
     if fail_on == "any" and result.changes:
@@ -379,10 +379,29 @@ def diff(
 def _describe(ws: Workspace, snap: Any, fmt: str = "text") -> str:
     """The source, and for people (not in JSON, which must not depend on the cache
     state) where the answer came from."""
+    source = _source_of(ws, snap)
     if fmt == "json":
-        return ws.source.describe()
+        return source
     origin = {"shipped": "shipped snapshot", "cache": "cached"}.get(snap.origin, "analysed")
-    return f"{ws.source.describe()} ({origin})"
+    return f"{source} ({origin})"
+
+
+def _describe_pair(ws: Workspace, old: Any, new: Any, fmt: str = "text") -> str:
+    """Both sides when they come from different sources (`diff v0.5.9 dir:PATH`)."""
+    if _source_of(ws, old) == _source_of(ws, new):
+        return _describe(ws, new, fmt)
+    return f"{_describe(ws, old, fmt)} → {_describe(ws, new, fmt)}"
+
+
+def _source_of(ws: Workspace, snap: Any) -> str:
+    """The source a snapshot was read from: the command's, unless the version was named as
+    a source of its own (`dir:PATH`, `git:PATH@REV`)."""
+    identity = snap.source
+    if snap.origin != "shipped" and identity.kind in ("dir", "git"):
+        own = f"{identity.kind}:{identity.location}"
+        if (identity.kind, identity.location) != (ws.source.kind, ws.source.location):
+            return own
+    return ws.source.describe()
 
 
 # Commands of the later stages live in their own modules; registering them here keeps
