@@ -170,24 +170,69 @@ def _pick_algorithms(available: tuple[str, ...], wanted: tuple[str, ...]) -> tup
 # --------------------------------------------------------------------------- group
 
 
+class OneLineUsageError(click.UsageError):
+    """A usage error as one line, `tracker: error: ...` like every other error (click's
+    own is three: the usage, a hint, the message)."""
+
+    def show(self, file: Any = None) -> None:
+        where = self.ctx.command_path if self.ctx is not None else "tracker"
+        message = " ".join(self.format_message().split()).removesuffix(".")
+        click.echo(f"tracker: error: {message} (see {where} --help)", file=file, err=True)
+
+
+def _one_line(error: click.UsageError) -> click.UsageError:
+    if isinstance(error, (OneLineUsageError, click.exceptions.NoArgsIsHelpError)):
+        return error  # already one line / a bare `tracker`, which shows the help
+    return OneLineUsageError(error.format_message(), error.ctx)
+
+
+def command_summary(command: click.Command) -> str:
+    """A command's `short_help`, else the first sentence of its help (ended, as click ends
+    it, by the first word with a final full stop), never cut short."""
+    if command.short_help:
+        return " ".join(command.short_help.split())
+    paragraph = (command.help or "").strip().split("\n\n")[0]
+    words: list[str] = []
+    for word in paragraph.split():
+        words.append(word)
+        if word.endswith("."):
+            break
+    return " ".join(words)
+
+
 class TrackerGroup(click.Group):
     """Maps the tool's own failures to exit codes here, so that every way of invoking the
     group (the console script, `python -m tracker`, click's test runner) behaves alike."""
 
     def format_commands(self, ctx: click.Context, formatter: click.HelpFormatter) -> None:
-        # Click cuts each summary at ~45 characters with "..."; show the first sentence.
+        # Click cuts each summary at a fixed length with "...", whatever the terminal's
+        # width; show the whole first sentence and let the formatter wrap it.
         rows = []
         for name in self.list_commands(ctx):
             command = self.get_command(ctx, name)
             if command is not None and not command.hidden:
-                rows.append((name, command.get_short_help_str(limit=120)))
+                rows.append((name, command_summary(command)))
         if rows:
             with formatter.section("Commands"):
                 formatter.write_dl(rows)
 
+    def make_context(
+        self,
+        info_name: str | None,
+        args: list[str],
+        parent: click.Context | None = None,
+        **extra: Any,
+    ) -> click.Context:
+        try:
+            return super().make_context(info_name, args, parent, **extra)
+        except click.UsageError as exc:  # the group's own options and arguments
+            raise _one_line(exc) from None
+
     def invoke(self, ctx: click.Context) -> Any:
         try:
             return super().invoke(ctx)
+        except click.UsageError as exc:  # a command's options and arguments
+            raise _one_line(exc) from None
         except Failed:
             ctx.exit(1)
         except TrackerError as exc:
