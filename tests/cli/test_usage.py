@@ -4,8 +4,10 @@ in --help, and reports whose columns line up. Run through the real entry point."
 from __future__ import annotations
 
 import os
+import re
 import subprocess
 import sys
+from collections.abc import Callable
 from pathlib import Path
 
 import click
@@ -136,3 +138,82 @@ def test_the_group_itself_gives_the_one_line_usage_error_too() -> None:
     assert result.exit_code == 2
     assert result.stderr.count("\n") == 1
     assert result.stderr.startswith("tracker: error: Invalid value for '--fail-on'")
+
+
+# -- aligned columns ------------------------------------------------------------------------
+
+CHILD = """
+from sglang.srt.models.llama import LlamaForCausalLM
+
+
+class ChildForCausalLM(LlamaForCausalLM):
+    pass
+
+
+EntryClass = ChildForCausalLM
+"""
+
+FIXED_WRAPPER = """
+from torch import nn
+
+from sglang.srt.models.llama import LlamaForCausalLM
+
+
+class WrapperForConditionalGeneration(nn.Module):
+    def __init__(self, config):
+        super().__init__()
+        self.language_model = LlamaForCausalLM(config)
+
+    def get_embed_and_head(self):
+        return self.language_model.get_embed_and_head()
+
+    def set_eagle3_layers_to_capture(self, layer_ids=None):
+        self.language_model.set_eagle3_layers_to_capture(layer_ids)
+
+
+EntryClass = [WrapperForConditionalGeneration]
+"""
+
+
+def column_starts(lines: list[str], skip: int) -> set[int]:
+    """Where the field after the first `skip` fields starts on each line (fields are
+    separated by runs of spaces)."""
+    starts = set()
+    for line in lines:
+        fields = [(m.start(), m.group()) for m in re.finditer(r"\S+", line)]
+        starts.add(fields[skip][0])
+    return starts
+
+
+def test_diff_lines_up_the_unchanged_members_of_both_roles(tmp_path: Path) -> None:
+    old = sglang_dir(tmp_path / "old")
+    new = sglang_dir(tmp_path / "new", {"models/wrapper.py": None})
+    result = tracker("diff", f"dir:{old}", f"dir:{new}", "-a", "EAGLE3", "-q")
+    rows = [line for line in result.stdout.splitlines() if line.startswith("    ")]
+    assert {row.split()[0] for row in rows} == {"target", "draft"}
+    assert len(column_starts(rows, 1)) == 1, rows  # required
+    assert len(column_starts(rows, 2)) == 1, rows  # the member
+    assert len(column_starts(rows, 3)) == 1, rows  # its site
+
+
+def test_check_lines_up_how_each_member_is_provided(tmp_path: Path) -> None:
+    root = sglang_dir(tmp_path / "tree", {"models/child.py": CHILD})
+    result = tracker("check", f"dir:{root}", "-a", "EAGLE3", "--all", "-q")
+    rows = [line for line in result.stdout.splitlines() if line.startswith("    ")]
+    rows = [row for row in rows if not row.lstrip().startswith("delegation:")]
+    assert {"defined", "inherited", "missing"} <= {row.split()[0] for row in rows}
+    assert len(column_starts(rows, 1)) == 1, rows  # the member
+    assert len(column_starts(rows, 2)) == 1, rows  # where, or "needed at"
+
+
+def test_matrix_events_line_up_across_versions_of_different_lengths(
+    make_git_repo: Callable[..., Path],
+) -> None:
+    repo = make_git_repo({"v1.0.9": tree(), "v1.0.10": tree({"models/wrapper.py": FIXED_WRAPPER})})
+    result = tracker("matrix", "v1.0.9..v1.0.10", "--repo", str(repo), "-a", "EAGLE3", "-q")
+    assert result.returncode == 0, result.stderr
+    rows = result.stdout.split("\nevents\n", 1)[1].splitlines()
+    rows = [row for row in rows if row.startswith("  v")]
+    assert {row.split()[0] for row in rows} == {"v1.0.9", "v1.0.10"}
+    assert len(column_starts(rows, 1)) == 1, rows  # the event
+    assert len(column_starts(rows, 2)) == 1, rows  # the model
