@@ -10,7 +10,7 @@ from __future__ import annotations
 import itertools
 import os
 import subprocess
-from collections.abc import Callable, Iterator, Mapping
+from collections.abc import Callable, Iterable, Iterator, Mapping
 from pathlib import Path
 
 import pytest
@@ -19,6 +19,9 @@ from bench.build_replay_repo import ReplayHistory, replay_trees
 from tracker.sources import clear_memo
 from tracker.sources.base import VersionTree
 from tracker.sources.pypi import PypiSource
+
+# pytester: a test can run a session of this suite's own fixtures (tests/cli/test_fresh_cache.py)
+pytest_plugins = ["pytester"]
 
 REAL_CACHE_ENV = "TRACKER_TEST_CACHE"
 DEFAULT_REAL_CACHE = Path.home() / ".cache" / "sglang-tracker-tests"
@@ -138,6 +141,42 @@ def use_real_cache(real_cache: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
 def real_pypi(real_cache: Path) -> PypiSource:
     """One PypiSource over the real cache for the session, so each release is read once."""
     return PypiSource(real_cache / "pypi")
+
+
+def stock_release_cache(source: PypiSource, tags: Iterable[str]) -> None:
+    """Put the list of releases and the archives of `tags` into `source`'s cache through the
+    real pip, fetching only what is missing (a warm cache needs no network).
+
+    Runs with `TRACKER_PIP=false` read nothing but the cache, so whatever they need must be
+    there before they start, not left to whichever test happened to download it first. The
+    list is needed too: without it a command lists the cached archives, which depend on what
+    other tests fetched.
+    """
+    with pytest.MonkeyPatch.context() as mp:
+        mp.delenv("TRACKER_PIP", raising=False)
+        if not (source.archive_dir / "versions.json").is_file():
+            source.fetch()
+            if source.warnings:
+                raise AssertionError(
+                    "the test cache has no list of sglang releases and it could not be "
+                    f"fetched: {source.warnings[-1]}"
+                )
+        for tag in tags:
+            source.archive(tag)
+
+
+@pytest.fixture(scope="session")
+def stocked_releases(real_pypi: PypiSource, real_cache: Path) -> Callable[..., Path]:
+    """`stocked_releases(*tags) -> the real cache`, holding the release list and `tags`
+    (see `stock_release_cache`); each release is fetched at most once per session."""
+    done: set[str] = set()
+
+    def stock(*tags: str) -> Path:
+        stock_release_cache(real_pypi, [tag for tag in tags if tag not in done])
+        done.update(tags)
+        return real_cache
+
+    return stock
 
 
 @pytest.fixture

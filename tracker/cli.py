@@ -204,24 +204,69 @@ def _pick_algorithms(available: tuple[str, ...], wanted: tuple[str, ...]) -> tup
 # --------------------------------------------------------------------------- group
 
 
+class OneLineUsageError(click.UsageError):
+    """A usage error as one line, `tracker: error: ...` like every other error (click's
+    own is three: the usage, a hint, the message)."""
+
+    def show(self, file: Any = None) -> None:
+        where = self.ctx.command_path if self.ctx is not None else "tracker"
+        message = " ".join(self.format_message().split()).removesuffix(".")
+        click.echo(f"tracker: error: {message} (see {where} --help)", file=file, err=True)
+
+
+def _one_line(error: click.UsageError) -> click.UsageError:
+    if isinstance(error, (OneLineUsageError, click.exceptions.NoArgsIsHelpError)):
+        return error  # already one line / a bare `tracker`, which shows the help
+    return OneLineUsageError(error.format_message(), error.ctx)
+
+
+def command_summary(command: click.Command) -> str:
+    """A command's `short_help`, else the first sentence of its help (ended, as click ends
+    it, by the first word with a final full stop), never cut short."""
+    if command.short_help:
+        return " ".join(command.short_help.split())
+    paragraph = (command.help or "").strip().split("\n\n")[0]
+    words: list[str] = []
+    for word in paragraph.split():
+        words.append(word)
+        if word.endswith("."):
+            break
+    return " ".join(words)
+
+
 class TrackerGroup(click.Group):
     """Maps the tool's own failures to exit codes here, so that every way of invoking the
     group (the console script, `python -m tracker`, click's test runner) behaves alike."""
 
     def format_commands(self, ctx: click.Context, formatter: click.HelpFormatter) -> None:
-        # Click cuts each summary at ~45 characters with "..."; show the first sentence.
+        # Click cuts each summary at a fixed length with "...", whatever the terminal's
+        # width; show the whole first sentence and let the formatter wrap it.
         rows = []
         for name in self.list_commands(ctx):
             command = self.get_command(ctx, name)
             if command is not None and not command.hidden:
-                rows.append((name, command.get_short_help_str(limit=120)))
+                rows.append((name, command_summary(command)))
         if rows:
             with formatter.section("Commands"):
                 formatter.write_dl(rows)
 
+    def make_context(
+        self,
+        info_name: str | None,
+        args: list[str],
+        parent: click.Context | None = None,
+        **extra: Any,
+    ) -> click.Context:
+        try:
+            return super().make_context(info_name, args, parent, **extra)
+        except click.UsageError as exc:  # the group's own options and arguments
+            raise _one_line(exc) from None
+
     def invoke(self, ctx: click.Context) -> Any:
         try:
             return super().invoke(ctx)
+        except click.UsageError as exc:  # a command's options and arguments
+            raise _one_line(exc) from None
         except Failed:
             ctx.exit(1)
         except TrackerError as exc:
@@ -405,7 +450,7 @@ def diff(
     chosen = _pick_algorithms(available, algorithms)
     _warn_unknown_accepted(ws, available)
     result = compute(a.interface, a.compat, b.interface, b.compat, chosen)
-    doc = diff_document(result, _describe(ws, b, fmt))
+    doc = diff_document(result, _describe_pair(ws, a, b, fmt))
     _flush_warnings(ws)
     _emit(render("diff", fmt, doc, replace(render_options, show_all=show_all)))
     # Accepted breaks (tracker.toml) are shown above but fail nothing.
@@ -421,10 +466,29 @@ def diff(
 def _describe(ws: Workspace, snap: Any, fmt: str = "text") -> str:
     """The source, and for people (not in JSON, which must not depend on the cache
     state) where the answer came from."""
+    source = _source_of(ws, snap)
     if fmt == "json":
-        return ws.source.describe()
+        return source
     origin = {"shipped": "shipped snapshot", "cache": "cached"}.get(snap.origin, "analysed")
-    return f"{ws.source.describe()} ({origin})"
+    return f"{source} ({origin})"
+
+
+def _describe_pair(ws: Workspace, old: Any, new: Any, fmt: str = "text") -> str:
+    """Both sides when they come from different sources (`diff v0.5.9 dir:PATH`)."""
+    if _source_of(ws, old) == _source_of(ws, new):
+        return _describe(ws, new, fmt)
+    return f"{_describe(ws, old, fmt)} → {_describe(ws, new, fmt)}"
+
+
+def _source_of(ws: Workspace, snap: Any) -> str:
+    """The source a snapshot was read from: the command's, unless the version was named as
+    a source of its own (`dir:PATH`, `git:PATH@REV`)."""
+    identity = snap.source
+    if snap.origin != "shipped" and identity.kind in ("dir", "git"):
+        own = f"{identity.kind}:{identity.location}"
+        if (identity.kind, identity.location) != (ws.source.kind, ws.source.location):
+            return own
+    return ws.source.describe()
 
 
 # Commands of the later stages live in their own modules; registering them here keeps

@@ -15,8 +15,14 @@ from tracker.sources import clear_memo
 
 Tracker = Callable[..., Result]
 
-# The package index is never asked during tests: the releases come from the test cache.
+# The package index is never asked by the command under test: the releases come from the
+# test cache, which `stocked_releases` fills first (through the real pip, once).
 OFFLINE = {"TRACKER_PIP": "false", "NO_COLOR": "1"}
+
+# Every release the CLI tests name. The shipped snapshots answer most commands, but `issues`
+# and `triage` analyse a release and list the later ones, and every command reads the
+# archives while the shipped snapshots are stale.
+RELEASES = ("v0.5.1", "v0.5.2", "v0.5.8", "v0.5.9", "v0.5.10")
 
 
 def run_tracker(*args: str, input: str | None = None) -> Result:
@@ -24,8 +30,9 @@ def run_tracker(*args: str, input: str | None = None) -> Result:
 
 
 @pytest.fixture
-def tracker(use_real_cache: Path) -> Tracker:
+def tracker(use_real_cache: Path, stocked_releases: Callable[..., Path]) -> Tracker:
     """`tracker(*args) -> Result` over the real releases in the test cache."""
+    stocked_releases(*RELEASES)
     return run_tracker
 
 
@@ -50,5 +57,8 @@ def cli_run() -> Tracker:
 
 
 @pytest.fixture(scope="session")
-def real_env(real_cache: Path) -> Callable[[], contextlib.AbstractContextManager[None]]:
+def real_env(
+    stocked_releases: Callable[..., Path],
+) -> Callable[[], contextlib.AbstractContextManager[None]]:
+    real_cache = stocked_releases(*RELEASES)
     return lambda: real_releases(real_cache)

@@ -10,7 +10,7 @@ import os
 import subprocess
 import sys
 import time
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import Any
 
@@ -27,6 +27,8 @@ from tracker.watch import DirSink, load_state
 KIMI = "KimiK25ForConditionalGeneration"
 # What v0.5.9 brings for EAGLE3 (diffed against v0.5.8.post1, its predecessor on PyPI).
 V059_EAGLE3 = 3
+# The releases the watch runs read from the test cache (the command never asks the index).
+RELEASES = ("v0.5.8", "v0.5.8.post1", "v0.5.9", "v0.5.10")
 
 
 def run(*args: str, env: dict[str, str] | None = None) -> Result:
@@ -66,13 +68,22 @@ def no_sleep(monkeypatch: pytest.MonkeyPatch) -> list[float]:
     return slept
 
 
+@pytest.fixture
+def releases_cached(use_real_cache: Path, stocked_releases: Callable[..., Path]) -> Path:
+    """The real cache, holding what the watch runs read (they never ask the index)."""
+    return stocked_releases(*RELEASES)
+
+
 # ------------------------------------------------------------- the whole story, once
 
 
 @pytest.fixture(scope="module")
-def story(real_cache: Path, tmp_path_factory: pytest.TempPathFactory) -> Iterator[dict[str, Any]]:
+def story(
+    stocked_releases: Callable[..., Path], tmp_path_factory: pytest.TempPathFactory
+) -> Iterator[dict[str, Any]]:
     """Watch v0.5.9 and v0.5.10 twice, then once more without --since: the server's state
     after each run. Module-scoped: the runs are the expensive part."""
+    real_cache = stocked_releases(*RELEASES)
     tmp = tmp_path_factory.mktemp("watch")
     state_file = tmp / "state.json"
     with pytest.MonkeyPatch.context() as mp, fake_github() as (url, server):
@@ -171,7 +182,7 @@ def test_the_state_file_records_the_last_release_handled(story: dict[str, Any]) 
 
 @pytest.mark.realdata
 def test_a_run_that_dies_half_way_is_finished_by_the_next_exactly_once(
-    use_real_cache: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+    releases_cached: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     slept = no_sleep(monkeypatch)
     state_file = tmp_path / "state.json"
@@ -201,7 +212,7 @@ def test_a_run_that_dies_half_way_is_finished_by_the_next_exactly_once(
 
 @pytest.mark.realdata
 def test_a_process_killed_while_github_creates_an_issue_files_it_once_on_rerun(
-    use_real_cache: Path, tmp_path: Path
+    releases_cached: Path, tmp_path: Path
 ) -> None:
     state_file = tmp_path / "state.json"
     env = {**os.environ, "TRACKER_PIP": "false", "GITHUB_TOKEN": TOKEN}

@@ -5,6 +5,7 @@ starts above 48 files to parse, so the trees here have more)."""
 from __future__ import annotations
 
 import json
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
@@ -128,11 +129,9 @@ def test_json_reports_are_byte_identical_cold_and_warm(
 
 @pytest.mark.realdata
 def test_a_real_release_gives_identical_snapshots_and_reports_with_1_or_2_workers_cold_or_warm(
-    real_cache: Path, tmp_path: Path
+    stocked_releases: Callable[..., Path], tmp_path: Path
 ) -> None:
-    wheel = real_cache / "pypi" / "sglang-0.5.9-py3-none-any.whl"
-    if not wheel.is_file():
-        pytest.skip("v0.5.9 is not in the test cache (run tests/integration once)")
+    wheel = stocked_releases("v0.5.9") / "pypi" / "sglang-0.5.9-py3-none-any.whl"
     results: dict[str, dict[str, str]] = {}
     for jobs in ("1", "2"):
         cache = tmp_path / f"cache-{jobs}"

@@ -7,7 +7,7 @@ gives identical results."""
 from __future__ import annotations
 
 import os
-from collections.abc import Iterator, Mapping
+from collections.abc import Callable, Iterator, Mapping
 from pathlib import Path
 from types import MappingProxyType
 
@@ -85,10 +85,10 @@ class MemoryTree(VersionTree):
 
 
 @pytest.fixture(scope="module")
-def release_files(real_pypi: PypiSource) -> Iterator[dict[str, bytes]]:
-    wheel = real_pypi.archive_dir / "sglang-0.5.9-py3-none-any.whl"
-    if not wheel.is_file():
-        pytest.skip("v0.5.9 is not in the test cache (run tests/integration once)")
+def release_files(
+    real_pypi: PypiSource, stocked_releases: Callable[..., Path]
+) -> Iterator[dict[str, bytes]]:
+    stocked_releases(RELEASE)
     with pytest.MonkeyPatch.context() as mp:
         mp.setenv("TRACKER_PIP", "false")  # never the package index
         release = real_pypi.tree(RELEASE)

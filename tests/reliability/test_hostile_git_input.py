@@ -147,13 +147,15 @@ def _with_a_broken_tag(source: Path, repo: Path, git: GitRunner, how: str) -> No
     if how == "tag of a blob":
         blob = git(repo, "rev-parse", f"HEAD:{SRT}models/llama.py").strip()
         git(repo, "tag", "v0.5.1", blob)
+    elif how == "annotated tag of a tree":
+        git(repo, "tag", "-a", "v0.5.1", "HEAD^{tree}", "-m", "a tree, not a release")
     else:
         # The tag ref arrived, the commit it names did not (as after fetching tags only).
         missing = git(source, "rev-parse", "v0.5.1^{commit}").strip()
         (repo / ".git" / "refs" / "tags" / "v0.5.1").write_text(missing + "\n")
 
 
-BROKEN_TAGS = ["commit missing from a shallow clone", "tag of a blob"]
+BROKEN_TAGS = ["commit missing from a shallow clone", "tag of a blob", "annotated tag of a tree"]
 
 
 @pytest.mark.parametrize(
@@ -176,23 +178,22 @@ def test_a_tag_that_leads_to_no_commit_does_not_stop_the_other_tags(
     assert json.loads(run.stdout)["version"] == "v0.5.3"
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason="BUG: asking for a tag that names a blob gives 'unknown version v0.5.1; nearest "
-    "known: v0.5.1, ...', naming the asked tag as known (GitSource.tree in "
-    "tracker/sources/git.py raises unknown_version when _commit_sha() is None instead of "
-    "saying the tag's commit is missing / not a commit); with the commit missing the "
-    "command ends with a multi-line 'internal error: GitCommandError' instead",
+@pytest.mark.parametrize(
+    ("how", "says"),
+    [
+        (BROKEN_TAGS[0], "which {repo} does not have (a shallow clone"),
+        (BROKEN_TAGS[1], "tag v0.5.1 in {repo} names a blob, not a commit"),
+        (BROKEN_TAGS[2], "tag v0.5.1 in {repo} names a tree, not a commit"),
+    ],
 )
-@pytest.mark.parametrize("how", BROKEN_TAGS)
 def test_asking_for_a_tag_that_leads_to_no_commit_is_one_line_that_says_so(
-    three_releases: Path, git: GitRunner, tmp_path: Path, how: str
+    three_releases: Path, git: GitRunner, tmp_path: Path, how: str, says: str
 ) -> None:
     repo = tmp_path / "shallow"
     _with_a_broken_tag(three_releases, repo, git, how)
     run = run_process("interface", "v0.5.1", "--repo", str(repo))
-    line = assert_one_line_error(run, "v0.5.1")
-    assert "nearest known: v0.5.1" not in line, line
+    line = assert_one_line_error(run, "tag v0.5.1", says.format(repo=repo))
+    assert "unknown version" not in line, line
 
 
 # -- clones of a URL ------------------------------------------------------------------------------
@@ -232,12 +233,7 @@ def test_a_partial_clone_whose_origin_vanished_is_one_clear_error(vanished_origi
     assert run.stdout == ""
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason="BUG: the error for blobs that cannot be fetched ends with the tail of git's "
-    "advice ('git fetch failed in URL: and the repository exists.'): GitSource._git() in "
-    "tracker/sources/git.py keeps the last stderr line instead of the 'fatal:' line",
-)
 def test_a_partial_clone_whose_origin_vanished_says_why(vanished_origin: str) -> None:
     line = assert_one_line_error(run_process("interface", "v0.5.2", "--repo", vanished_origin))
-    assert "does not appear to be a git repository" in line, line
+    assert line.startswith(f"tracker: error: git fetch failed in {vanished_origin}: fatal: "), line
+    assert line.endswith("does not appear to be a git repository"), line

@@ -14,7 +14,7 @@ from pathlib import Path
 from tracker.cachedir import cache_root
 from tracker.errors import TrackerError
 from tracker.sources.base import Source, VersionTree
-from tracker.sources.dir import DirSource
+from tracker.sources.dir import LOCAL, DirSource
 from tracker.sources.git import GitSource, is_url, sglang_checkout_at
 from tracker.sources.pypi import PypiSource
 from tracker.versions import expand_range, is_range, range_ends
@@ -73,7 +73,7 @@ def split_spec(spec: str, default: Source, cwd: Path | None = None) -> tuple[Sou
         raise TrackerError(f"{spec} is a range; give one version here")
     if spec.startswith("dir:"):
         source: Source = _dir(spec.removeprefix("dir:"), base)
-        return source, source.resolve(spec)
+        return source, source.resolve(LOCAL)
     if spec.startswith("git:"):
         location, rev = _split_git_spec(spec.removeprefix("git:"))
         source = _git(location, base)

@@ -13,7 +13,7 @@ from collections.abc import Mapping
 from pathlib import Path
 from types import MappingProxyType
 
-from tracker.errors import NotSGLangError, SourceError
+from tracker.errors import NotSGLangError, SourceError, UnknownVersionError
 from tracker.sources.base import Source, SourceIdentity, VersionTree, content_id
 
 LOCAL = "local"
@@ -74,8 +74,14 @@ class DirSource(Source):
         return [LOCAL]
 
     def resolve(self, spec: str) -> str:
-        # A directory holds exactly one version, whatever the spec calls it.
-        return LOCAL
+        # A directory holds exactly one version. Any other name would be answered with the
+        # directory's files under that name, a release's answer that is not the release's.
+        if spec in (LOCAL, "latest"):
+            return LOCAL
+        raise UnknownVersionError(
+            f"{self.describe()} holds one version, {LOCAL}, not {spec}; ask for {LOCAL}, or "
+            f"compare the two with `tracker diff {spec} {self.describe()}`"
+        )
 
     def tree(self, version: str = LOCAL) -> DirTree:
         if self._tree is None:

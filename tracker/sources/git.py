@@ -223,7 +223,10 @@ class GitSource(Source):
     def tree(self, version: str) -> GitTree:
         version = self.resolve(version)  # lenient: a bare `0.5.9` works here too
         sha = self._commit_sha(version)
-        if sha is None:  # a tag deleted since resolve(): only a concurrent fetch does that
+        if sha is None:
+            if version in self._tag_names():
+                raise self._tag_without_commit(version)
+            # A tag deleted since resolve(): only a concurrent fetch does that.
             raise unknown_version(version, self.versions())
         key = f"{version}\0{sha}"
         if key not in self._trees:
@@ -242,6 +245,31 @@ class GitSource(Source):
         except git.GitCommandError:
             return None
         return sha.strip()
+
+    def _tag_without_commit(self, tag: str) -> SourceError:
+        """Why a tag leads to no commit: it names a blob or a tree, or an object this clone
+        does not have (a shallow clone, or tags fetched without their history)."""
+        oid = self._git("for-each-ref", "--format=%(objectname)", f"refs/tags/{tag}").strip()
+        kind = self._object_type(oid)
+        # Annotated tags (of tags) are peeled by hand: what one names may be the missing part.
+        for _ in range(16):
+            if kind != "tag":
+                break
+            oid = self._git("cat-file", "tag", oid).partition("\n")[0].removeprefix("object ")
+            kind = self._object_type(oid)
+        if kind is None:
+            return SourceError(
+                f"tag {tag} names {oid[:12]}, which {self.location} does not have (a shallow "
+                "clone, or tags fetched without their commits); fetch its history"
+            )
+        return SourceError(f"tag {tag} in {self.location} names a {kind}, not a commit")
+
+    def _object_type(self, oid: str) -> str | None:
+        """`commit`, `tag`, `tree` or `blob`; None when the object is not in the repository."""
+        try:
+            return self._git("cat-file", "-t", oid).strip() or None
+        except SourceError:
+            return None
 
     def _build_tree(self, version: str, sha: str) -> GitTree:
         root = self.repo.commit(sha).tree
@@ -319,21 +347,24 @@ class GitSource(Source):
             check=False,
         )
         if result.returncode != 0:
-            lines = [line for line in result.stderr.splitlines() if line.strip()]
-            reason = lines[-1].strip() if lines else f"exit status {result.returncode}"
+            reason = _reason(result.stderr) or f"exit status {result.returncode}"
             command = next((a for a in args if not a.startswith("-") and "=" not in a), "")
             raise SourceError(f"git {command} failed in {self.location}: {reason}")
         return result.stdout
 
 
 def _last_line(error: Exception) -> str:
-    """The line of a git error that says why (its `fatal:`/`error:` line when there is
-    one, else the last meaningful line), for a one-line message."""
-    text = str(getattr(error, "stderr", "") or error)
-    lines = [re.sub(r"^stderr:\s*", "", line.strip()).strip("'\" ") for line in text.splitlines()]
+    """The line of a git error that says why, for a one-line message (see `_reason`)."""
+    return _reason(str(getattr(error, "stderr", "") or error)) or type(error).__name__
+
+
+def _reason(stderr: str) -> str | None:
+    """The line of git's stderr that says why: its `fatal:`/`error:` line when there is one
+    (its last lines are often advice, "... and the repository exists."), else the last line."""
+    lines = [re.sub(r"^stderr:\s*", "", line.strip()).strip("'\" ") for line in stderr.splitlines()]
     lines = [line for line in lines if line]
     for prefix in ("fatal:", "error:"):
         for line in lines:
             if line.startswith(prefix):
                 return line
-    return lines[-1] if lines else type(error).__name__
+    return lines[-1] if lines else None

@@ -81,6 +81,9 @@ _CONNECTION_ERROR = re.compile(
     r"[:(]\s*([^'\"]+)"
 )
 
+# pip's last line when the index has nothing that matches (or it did not answer at all).
+_NO_MATCH = re.compile(r"No matching distribution found for (\S+)")
+
 _INDEX_SCHEMA = "sglang-tracker/archive-index@1"
 _VERSIONS_SCHEMA = "sglang-tracker/pypi-versions@1"
 
@@ -166,7 +169,13 @@ class PypiSource(Source):
         self.refuse_unanalysable(spec)
         tag = canonical_tag(spec)
         # A release already in the cache needs no index: this is what keeps work offline.
-        if tag is not None and _supported(tag) and self._cached_archive(tag) is not None:
+        # Nor does one the cached list names (releases are never withdrawn): a run over
+        # many uncached releases asks the index once, not once per release.
+        if (
+            tag is not None
+            and _supported(tag)
+            and (self._cached_archive(tag) is not None or tag in self._read_cached_versions())
+        ):
             return tag
         return match_version(spec, self.versions())
 
@@ -419,16 +428,21 @@ def _parse_available(output: str) -> list[str] | None:
 
 
 def _pip_reason(result: subprocess.CompletedProcess[str]) -> str:
-    """pip's last error line, with the underlying connection error when there was one (after
-    a failed connection pip only says "No matching distribution found")."""
+    """Why pip failed, in one line. After a failed connection pip's last line only says "No
+    matching distribution found", which reads as if the release did not exist: the
+    connection error from its retry warnings is the reason then."""
     lines = [line.strip() for line in (result.stderr + "\n" + result.stdout).splitlines()]
     lines = [line for line in lines if line]
-    errors = [line for line in lines if line.startswith("ERROR:")]
-    reason = errors[-1] if errors else (lines[-1] if lines else f"exit status {result.returncode}")
     connection = [match.group(1) for line in lines if (match := _CONNECTION_ERROR.search(line))]
-    if connection and connection[-1].strip() not in reason:
-        reason = f"{reason}; {connection[-1].strip()}"
-    return reason
+    if connection:
+        return connection[-1].strip()
+    errors = [line.removeprefix("ERROR:").strip() for line in lines if line.startswith("ERROR:")]
+    if not errors:
+        return lines[-1] if lines else f"exit status {result.returncode}"
+    missing = _NO_MATCH.fullmatch(errors[-1])
+    if missing:
+        return f"its index has no {missing.group(1)} archive for this platform"
+    return errors[-1]
 
 
 def _read_json(path: Path) -> dict[str, Any] | None:

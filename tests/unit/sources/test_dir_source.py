@@ -7,7 +7,7 @@ from pathlib import Path
 
 import pytest
 
-from tracker.errors import NotSGLangError, SourceError
+from tracker.errors import NotSGLangError, SourceError, UnknownVersionError
 from tracker.sources import open_source, split_spec
 from tracker.sources.base import content_id
 from tracker.sources.dir import DirSource
@@ -79,11 +79,23 @@ def test_changing_a_file_changes_the_revision(checkout: Path) -> None:
     assert (after.kind, after.version, after.location) == ("dir", "local", str(checkout))
 
 
-def test_a_directory_holds_one_version_named_local_whatever_it_is_called(checkout: Path) -> None:
+def test_a_directory_holds_one_version_named_local(checkout: Path) -> None:
     source = DirSource(checkout)
     assert source.versions() == ["local"]
-    assert source.resolve("v0.5.9") == "local"
+    assert source.resolve("local") == "local"
     assert source.resolve("latest") == "local"
+
+
+def test_a_release_asked_of_a_directory_is_refused_not_answered_with_the_directory(
+    checkout: Path,
+) -> None:
+    # Answering v0.5.9 with the directory's files would label a patched tree as the release.
+    with pytest.raises(UnknownVersionError) as caught:
+        DirSource(checkout).resolve("v0.5.9")
+    assert str(caught.value) == (
+        f"dir:{checkout} holds one version, local, not v0.5.9; ask for local, or compare the "
+        f"two with `tracker diff v0.5.9 dir:{checkout}`"
+    )
 
 
 def test_symlinks_caches_and_non_python_files_are_not_listed(checkout: Path) -> None:
