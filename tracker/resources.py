@@ -1,4 +1,5 @@
-"""Where the data files shipped with the tool live (queries and role rules)."""
+"""Where the data files shipped with the tool live (queries, role rules, the inventory of
+external base classes)."""
 
 from __future__ import annotations
 
@@ -12,3 +13,8 @@ def queries_dir() -> Path:
     if packaged.is_dir():
         return Path(str(packaged))
     return Path(__file__).resolve().parent.parent / "queries"
+
+
+def data_file(name: str) -> Path:
+    """A data file shipped inside the package (`tracker/data/<name>`)."""
+    return Path(str(resources.files("tracker") / "data" / name))
