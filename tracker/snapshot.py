@@ -19,8 +19,10 @@ from typing import Any
 from tracker import __version__
 from tracker.atomic import write_text_atomic
 from tracker.compat import Compat, Delegation, EntryClass, ModelCheck, Provision
+from tracker.externals import INVENTORY
 from tracker.facts import FACTS_FORMAT
 from tracker.interface import FieldUse, Interface, Requirement, Site
+from tracker.resources import data_file
 from tracker.sources.base import SRT_PREFIX, SourceIdentity
 
 SCHEMA = "sglang-tracker/snapshot@1"
@@ -58,6 +60,7 @@ ANALYSIS_MODULES = (
     "compat.py",
     "roles.py",
     "loader.py",
+    "externals.py",
 )
 
 
@@ -69,6 +72,8 @@ def current_builder() -> Builder:
     digest = hashlib.sha256(load_rules().source_hash.encode())
     for module in ANALYSIS_MODULES:
         digest.update((here / module).read_bytes())
+    # What external bases provide is data too: a rebuilt inventory changes verdicts.
+    digest.update(data_file(INVENTORY).read_bytes())
     return Builder(__version__, query_set_hash(), digest.hexdigest()[:16])
 
 
