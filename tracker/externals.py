@@ -145,6 +145,7 @@ class ExternalBases:
         self.pins = pins
         # package -> (inventoried version used, how it was chosen when not the pin itself)
         self.chosen: dict[str, tuple[str, str]] = {}
+        self._found: dict[str, ExternalClass | None] = {}
         for package, versions in inventory.packages.items():
             if versions:
                 self.chosen[package] = self._choose(package, sorted(versions, key=Version))
@@ -182,7 +183,9 @@ class ExternalBases:
     def lookup(self, name: str) -> ExternalClass | None:
         """The external class SGLang names `name` (`torch.nn.Module`), or None when it is
         outside the inventory."""
-        return self._lookup(name, ())
+        if name not in self._found:
+            self._found[name] = self._lookup(name, ())
+        return self._found[name]
 
     def _lookup(self, name: str, seen: tuple[str, ...]) -> ExternalClass | None:
         package = name.partition(".")[0]
