@@ -314,6 +314,19 @@ def build(tags: list[str], cache: Path) -> dict[str, object]:
     }
 
 
+def dump(doc: dict[str, object]) -> str:
+    """Sorted, indented JSON with each member set on one line: thousands of names would
+    otherwise take a line each."""
+    sets = doc["member_sets"]
+    assert isinstance(sets, dict)
+    rest = json.dumps({k: v for k, v in doc.items() if k != "member_sets"}, indent=1,
+                      sort_keys=True)
+    lines = ",\n".join(f"  {json.dumps(k)}: {json.dumps(v)}" for k, v in sorted(sets.items()))
+    # "member_sets" sorts before "packages" and "releases", after "built_by".
+    head, sep, tail = rest.partition(',\n "packages"')
+    return f'{head},\n "member_sets": {{\n{lines}\n }}{sep}{tail}\n'
+
+
 def main(argv: list[str]) -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("range", nargs="?", help="SGLang releases, e.g. v0.4.10..v0.5.23")
@@ -325,7 +338,7 @@ def main(argv: list[str]) -> int:
     tags = expand_range(args.range, known) if args.range else known
     doc = build(tags, args.cache)
     parse_inventory(doc, "the built inventory")  # what the tool will load must validate
-    args.output.write_text(json.dumps(doc, indent=1, sort_keys=True) + "\n", encoding="utf-8")
+    args.output.write_text(dump(doc), encoding="utf-8")
     print(f"wrote {args.output} ({args.output.stat().st_size // 1024} KiB)")
     return 0
 
