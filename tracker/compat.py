@@ -1,9 +1,12 @@
 """Which model entry classes provide what the algorithms require, at one version.
 
 A class provides a member if its body defines it, an SGLang base class does (resolved
-across modules; the MRO decides), it assigns `self.member = ...`, or the member comes from
-`torch.nn.Module` (its real members; `forward` is not one). A class with `__getattr__`, or
-a base that cannot be resolved, makes a missing member "unknown", not "missing".
+across modules; the MRO decides), it assigns `self.member = ...`, or an external base
+provides it: `torch.nn.Module`, `transformers.PreTrainedModel`, ... as the shipped
+inventory of their real source says, at the package versions the release pins
+(`forward` is not one: nn.Module's raises). A class whose `__getattr__` forwards to
+`self.x` provides what every class `self.x` may hold provides. "unknown" is left for a base
+outside the inventory and a forward whose target's class cannot be found, and names it.
 A wrapper whose inner model (`self.language_model = DeepseekV3ForCausalLM(...)`) provides
 a missing member is a delegation candidate: a mechanical fix.
 """
@@ -13,91 +16,37 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 
 from tracker.contract import SETTER, ContractFinding, check_contract
-from tracker.index import VersionIndex, key
+from tracker.externals import EMPTY_BASES, ExternalBases, bases_for
+from tracker.index import ClassInfo, Resolution, VersionIndex, key
 from tracker.interface import Interface
 from tracker.kinds import KindFinder
 from tracker.roles import RoleRules, load_rules
 
-# The public members of torch.nn.Module a model inherits (torch 2.x). `forward` is not
-# here on purpose: nn.Module's forward raises, so a model without one does not provide it.
-TORCH_MODULE_MEMBERS = frozenset(
+# What every Python object has, from `object` itself.
+OBJECT_MEMBERS = frozenset(
     {
-        "training",
-        "add_module",
-        "apply",
-        "bfloat16",
-        "buffers",
-        "children",
-        "compile",
-        "cpu",
-        "cuda",
-        "double",
-        "eval",
-        "extra_repr",
-        "float",
-        "get_buffer",
-        "get_extra_state",
-        "get_parameter",
-        "get_submodule",
-        "half",
-        "ipu",
-        "load_state_dict",
-        "modules",
-        "mtia",
-        "named_buffers",
-        "named_children",
-        "named_modules",
-        "named_parameters",
-        "parameters",
-        "register_backward_hook",
-        "register_buffer",
-        "register_forward_hook",
-        "register_forward_pre_hook",
-        "register_full_backward_hook",
-        "register_full_backward_pre_hook",
-        "register_load_state_dict_post_hook",
-        "register_load_state_dict_pre_hook",
-        "register_module",
-        "register_parameter",
-        "register_state_dict_post_hook",
-        "register_state_dict_pre_hook",
-        "requires_grad_",
-        "set_extra_state",
-        "set_submodule",
-        "share_memory",
-        "state_dict",
-        "to",
-        "to_empty",
-        "train",
-        "type",
-        "xpu",
-        "zero_grad",
-        "__call__",
-        "__class__",
-        "__dict__",
+        "__class__", "__delattr__", "__dict__", "__dir__", "__doc__", "__eq__", "__format__",
+        "__getattribute__", "__hash__", "__init__", "__init_subclass__", "__module__",
+        "__ne__", "__new__", "__reduce__", "__reduce_ex__", "__repr__", "__setattr__",
+        "__sizeof__", "__str__", "__subclasshook__",
     }
 )
-TORCH_MODULE_NAMES = frozenset({"torch.nn.Module", "torch.nn.modules.module.Module"})
-# External bases known to contribute no model members: not a reason for "unknown".
-EMPTY_BASES = frozenset(
-    {
-        "abc.ABC",
-        "typing.Generic",
-        "typing.Protocol",
-        "object",
-        "enum.Enum",
-        "torch.nn.Module",
-        "torch.nn.modules.module.Module",
-    }
-)
+# The base every model has: naming it on every missing member would say nothing.
+UBIQUITOUS_BASE = "torch.nn.Module"
+MAX_FORWARD_DEPTH = 3
 
 
 @dataclass(frozen=True)
 class Provision:
     member: str
-    # "defined" | "inherited" | "attribute" | "torch" | "alternative" | "unknown" | "missing"
+    # "defined" | "inherited" | "attribute" | "external" | "forwarded" | "alternative"
+    # | "unknown" | "missing"
     how: str
-    where: str = ""  # providing class name, or why it is unknown
+    # The providing class ("transformers.PreTrainedModel (transformers 4.57.1)" for an
+    # external one; the forward and its candidates for "forwarded"); why it is unknown; for
+    # "missing", what else was looked at (external bases besides torch.nn.Module, forwarded-to
+    # classes and which of them lack it), or "".
+    where: str = ""
     line: int = 0
 
 
@@ -193,9 +142,9 @@ def entry_classes(index: VersionIndex, rules: RoleRules) -> list[EntryClass]:
     return sorted(out.values(), key=lambda e: e.name)
 
 
-def provision(index: VersionIndex, cls: str, member: str) -> Provision:
+def provision(index: VersionIndex, cls: str, member: str, depth: int = 0) -> Provision:
     mro, external = index.mro(cls)
-    getattr_owner: str | None = None
+    forwarding: ClassInfo | None = None
     for c in mro:
         info = index.classes[c]
         if member in info.methods:
@@ -205,18 +154,114 @@ def provision(index: VersionIndex, cls: str, member: str) -> Provision:
             return Provision(member, "attribute", info.name, min(info.instance_attrs[member]))
         if member in info.class_attrs:
             return Provision(member, "attribute", info.name)
-        if getattr_owner is None and "__getattr__" in info.methods:
-            getattr_owner = info.name
-    if getattr_owner is not None:
-        return Provision(member, "unknown", f"{getattr_owner} defines __getattr__")
-    torch_base = any(r.external in TORCH_MODULE_NAMES for r in external)
-    if torch_base and member in TORCH_MODULE_MEMBERS:
-        return Provision(member, "torch", "torch.nn.Module")
-    others = [r for r in external if r.external not in EMPTY_BASES]
-    if others:
-        names = ", ".join(r.external or r.text for r in others)
-        return Provision(member, "unknown", f"base not analysed: {names}")
-    return Provision(member, "missing")
+        if forwarding is None and info.forward is not None:
+            forwarding = info
+    if member in OBJECT_MEMBERS:
+        return Provision(member, "external", "object")
+    found, consulted, unresolved = _external_provision(bases_for(index.pins), external, member)
+    if found is not None:
+        return found
+    # Python asks `__getattr__` only when the normal lookup (bases included) fails.
+    via = _forwarded(index, cls, forwarding, member, depth) if forwarding else None
+    if via is not None and via.how != "missing":
+        return via
+    if unresolved:
+        return Provision(member, "unknown", "; ".join(unresolved))
+    if via is not None and via.where:
+        return via
+    noted = [label for label in consulted if not label.startswith(f"{UBIQUITOUS_BASE} (")]
+    return Provision(member, "missing", f"not in {' nor '.join(consulted)}" if noted else "")
+
+
+def _external_provision(
+    ext: ExternalBases, external: list[Resolution], member: str
+) -> tuple[Provision | None, list[str], list[str]]:
+    """(the provision by an inventoried external base, or None; the inventory entries
+    looked at; the bases that could not be looked at, each saying why)."""
+    consulted: list[str] = []
+    unresolved: list[str] = []
+    for res in external:
+        name = res.external
+        if name is None:
+            unresolved.append(f"base {res.text} not resolved")
+            continue
+        if name in EMPTY_BASES:
+            continue
+        if name.startswith("sglang."):
+            unresolved.append(f"base {name} not found in the tree")
+            continue
+        found = ext.lookup(name)
+        if found is None:
+            unresolved.append(f"base {name} outside the inventory")
+            continue
+        if member in found.members:
+            return Provision(member, "external", found.label), consulted, unresolved
+        consulted.append(found.label)
+        unresolved += [f"base {b} of {name} outside the inventory"
+                       for b in found.outside if b not in EMPTY_BASES]
+    return None, consulted, unresolved
+
+
+def _forwarded(
+    index: VersionIndex, cls: str, owner: ClassInfo, member: str, depth: int
+) -> Provision:
+    """What `owner.__getattr__` gives for `member`: the member of every class its target
+    may hold, or why that is not known."""
+    fwd = owner.forward
+    assert fwd is not None
+    name = f"{owner.name}.__getattr__"
+    if fwd.problem:
+        return Provision(member, "unknown", f"{name} {fwd.problem}")
+    if any(member == e or (e.endswith("*") and member.startswith(e[:-1])) for e in fwd.exempt):
+        return Provision(member, "missing", f"{name} does not forward {member}")
+    if not fwd.targets:  # only `super().__getattr__`: nn.Module's finds registered parts
+        return Provision(member, "missing")
+    if depth >= MAX_FORWARD_DEPTH:
+        return Provision(member, "unknown", f"{name}: forwards nested too deeply")
+    verdicts = [_forward_target(index, cls, name, t, member, depth) for t in fwd.targets]
+    # Several targets are tried in turn (`try: getattr(a) except: getattr(b)`).
+    for how in ("forwarded", "unknown"):
+        for v in verdicts:
+            if v.how == how:
+                return v
+    return verdicts[0]
+
+
+def _forward_target(
+    index: VersionIndex, cls: str, name: str, target: str, member: str, depth: int
+) -> Provision:
+    attr = target.removeprefix("self.")
+    if not target.startswith("self.") or not attr.isidentifier():
+        return Provision(member, "unknown", f"{name} forwards to {target}, not an attribute")
+    cands = index.attr_candidates(cls, attr)
+    if not cands:
+        why = f" ({', '.join(cands.unresolved)})" if cands.unresolved else ""
+        return Provision(member, "unknown",
+                         f"{name} forwards to {target}, whose class could not be found{why}")
+    verdicts: dict[str, Provision] = {}
+    for k in cands.classes:
+        verdicts[index.classes[k].name] = provision(index, k, member, depth + 1)
+    ext = bases_for(index.pins)
+    for dotted in cands.external:
+        found = ext.lookup(dotted)
+        verdicts[dotted] = (
+            Provision(member, "unknown", f"{dotted} outside the inventory") if found is None
+            else Provision(member, "external" if member in found.members else "missing",
+                           found.label))
+    lacking = sorted(n for n, p in verdicts.items() if p.how == "missing")
+    unsure = sorted(n for n, p in verdicts.items() if p.how == "unknown")
+    having = sorted(n for n, p in verdicts.items() if p.how in PROVIDED)
+    via = f" ({'; '.join(cands.via)})" if cands.via else ""
+    head = f"{name} forwards to {target}"
+    if lacking:
+        verb = "provides" if len(having) == 1 else "provide"
+        also = f"; {', '.join(having)} {verb} it" if having else ""
+        lack = "lacks" if len(lacking) == 1 else "lack"
+        return Provision(member, "missing", f"{head}: {', '.join(lacking)} {lack} it{also}{via}")
+    if unsure:
+        why = "; ".join(f"{n}: {verdicts[n].where}" for n in unsure)
+        return Provision(member, "unknown", f"{head}: not known for {why}")
+    return Provision(member, "forwarded", f"{head}: {', '.join(having)}{via}")
 
 
 def provision_or_alternative(
@@ -234,7 +279,9 @@ def provision_or_alternative(
     return found
 
 
-PROVIDED = frozenset({"defined", "inherited", "attribute", "torch", "alternative"})
+PROVIDED = frozenset(
+    {"defined", "inherited", "attribute", "external", "forwarded", "alternative"}
+)
 
 
 def delegations(index: VersionIndex, cls: str, member: str) -> list[Delegation]:

@@ -179,7 +179,7 @@ class _Contract:
         mro = self.index.mro(cls)[0]
         for c in mro:
             info = self.index.classes[c]
-            for text in info.attr_constructors.get(attr, []):
+            for text, _scope in info.attr_constructors.get(attr, []):
                 # An import inside the method (`from ...llama4 import Llama4ForCausalLM`
                 # in `__init__`) binds the name in the method's scope only.
                 for method in info.methods.values():

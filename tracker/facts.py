@@ -14,7 +14,7 @@ from __future__ import annotations
 from typing import NamedTuple
 
 # Bumped whenever the shape or meaning of the facts changes: part of every cache key.
-FACTS_FORMAT = 2
+FACTS_FORMAT = 3
 
 
 class Cond(NamedTuple):
@@ -142,7 +142,9 @@ class Assign(NamedTuple):
     line: int
     context: Context
     value_call: str | None = None  # callee text when the value is a call
-    value_names: tuple[str, ...] = ()  # names/attribute chains in a list/tuple value
+    # Names/attribute chains in a list/tuple value, or the values of a dict literal
+    # (`{(2, 6): MiniCPMV2_6, ...}`: a class picked by key).
+    value_names: tuple[str, ...] = ()
     value: Cond | None = None  # the value as an expression tree (shortened)
 
 
@@ -171,6 +173,25 @@ class Effect(NamedTuple):
     args: tuple[str, ...] = ()
 
 
+class Forward(NamedTuple):
+    """A class's `__getattr__`: where an attribute the class lacks is looked up next.
+
+    `targets`: the objects the name is forwarded to, as written (`self.minicpmv` for
+    `return getattr(self.minicpmv, name)`). `exempt`: names answered before any forward
+    (`if name == "minicpmv": return None`); one ending in `*` is a prefix (`name.startswith`).
+    `tries_super`: `super().__getattr__(name)` is tried too (before or after, in a
+    `try/except AttributeError`). `problem`: why the body is not a forward the analysis
+    can follow, or "".
+    """
+
+    owner: str  # qualified name of the class
+    line: int
+    targets: tuple[str, ...] = ()
+    exempt: tuple[str, ...] = ()
+    tries_super: bool = False
+    problem: str = ""
+
+
 class Import(NamedTuple):
     """`import module as alias` (name None) or `from module import name as alias`."""
 
@@ -194,6 +215,7 @@ class ModuleFacts(NamedTuple):
     assigns: tuple[Assign, ...] = ()
     returns: tuple[Return, ...] = ()
     effects: tuple[Effect, ...] = ()
+    forwards: tuple[Forward, ...] = ()
     error_lines: tuple[int, ...] = ()  # lines of ERROR/MISSING nodes
     # Read with the definition queries only (no calls, reads or conditions): model files.
     definitions_only: bool = False

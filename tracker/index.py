@@ -13,7 +13,8 @@ from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
 from functools import cached_property
 
-from tracker.facts import ClassDef, FunctionDef, Import, ModuleFacts
+from tracker.facts import Assign, ClassDef, Forward, FunctionDef, Import, ModuleFacts, Param
+from tracker.sources.base import Pins
 
 TORCH_MODULE = "torch.nn.Module"
 
@@ -36,15 +37,44 @@ class ClassInfo:
     methods: dict[str, FunctionDef] = field(default_factory=dict)
     # self.<attr> assignments in the class's own methods: attr -> lines
     instance_attrs: dict[str, list[int]] = field(default_factory=dict)
-    # self.<attr> = Ctor(...) in its own methods: attr -> constructor text as written
-    attr_constructors: dict[str, list[str]] = field(default_factory=dict)
+    # self.<attr> = Ctor(...) in its own methods: attr -> (constructor text as written,
+    # scope of the assignment: a method may import the class locally)
+    attr_constructors: dict[str, list[tuple[str, str]]] = field(default_factory=dict)
     # self.<attr> = <param> where the parameter is annotated: attr -> annotation text
     attr_annotations: dict[str, list[str]] = field(default_factory=dict)
+    # self.<attr> = <anything> in its own methods, as facts
+    attr_assigns: dict[str, list[Assign]] = field(default_factory=dict)
     class_attrs: set[str] = field(default_factory=set)
+    forward: Forward | None = None  # its `__getattr__`, when it defines one
 
     @property
     def name(self) -> str:
         return self.facts.name
+
+
+@dataclass(frozen=True)
+class Candidates:
+    """The classes `self.<attr>` may hold, found from its assignments."""
+
+    classes: tuple[str, ...] = ()  # SGLang class keys
+    external: tuple[str, ...] = ()  # dotted names outside SGLang
+    unresolved: tuple[str, ...] = ()  # expressions whose class could not be found
+    via: tuple[str, ...] = ()  # how: "constructed", "picked from _SUPPORT_VERSION", ...
+
+    def __bool__(self) -> bool:
+        return bool(self.classes or self.external)
+
+
+@dataclass
+class _Found:
+    classes: set[str] = field(default_factory=set)
+    external: set[str] = field(default_factory=set)
+    unresolved: list[str] = field(default_factory=list)
+    via: list[str] = field(default_factory=list)
+
+    def frozen(self) -> Candidates:
+        return Candidates(tuple(sorted(self.classes)), tuple(sorted(self.external)),
+                          tuple(dict.fromkeys(self.unresolved)), tuple(dict.fromkeys(self.via)))
 
 
 @dataclass(frozen=True)
@@ -59,12 +89,21 @@ class Resolution:
 
 _ANNOTATION_NAME = re.compile(r"[A-Za-z_][A-Za-z0-9_.]*")
 _CONSTRUCTOR = re.compile(r"\b([A-Z][A-Za-z0-9_]*(?:\.[A-Z][A-Za-z0-9_]*)*)\(")
+# `_SUPPORT_VERSION[version]`, `_SUPPORT_VERSION.get(version)`: a class picked from a dict.
+_SUBSCRIPT = re.compile(r"^([A-Za-z_][\w.]*)\[")
+_DOTTED_NAME = re.compile(r"^[A-Za-z_][\w.]*$")
+# `A if cond else B`: either class.
+_TERNARY = re.compile(r"^([A-Za-z_][\w.]*) if .+ else ([A-Za-z_][\w.]*)$")
 
 
 class VersionIndex:
-    def __init__(self, modules: Mapping[str, ModuleFacts]) -> None:
-        """`modules`: repo path -> facts."""
+    def __init__(self, modules: Mapping[str, ModuleFacts], pins: Pins | None = None) -> None:
+        """`modules`: repo path -> facts; `pins`: the package versions the version pins
+        (which inventory of external base classes applies)."""
+        self.pins = pins if pins is not None else Pins()
         self.by_path = dict(modules)
+        # module -> (function scope, local name) -> its assignments there
+        self._locals: dict[str, dict[tuple[str, str], list[Assign]]] = {}
         self.modules: dict[str, ModuleFacts] = {f.module_name: f for f in modules.values()}
         self.classes: dict[str, ClassInfo] = {}
         self.functions: dict[str, FunctionDef] = {}
@@ -87,6 +126,7 @@ class VersionIndex:
             self._add_module(facts)
         self._mro.clear()
         self._resolved.clear()
+        self._locals.clear()
         self.__dict__.pop("subclasses", None)
 
     def _add_module(self, facts: ModuleFacts) -> None:
@@ -103,6 +143,10 @@ class VersionIndex:
                 owner = self.classes.get(key(mod, fn.owner))
                 if owner is not None:
                     owner.methods.setdefault(fn.name, fn)
+        for fwd in facts.forwards:
+            forwarding = self.classes.get(key(mod, fwd.owner))
+            if forwarding is not None:
+                forwarding.forward = fwd
         for ret in facts.returns:
             if ret.context.scope and ret.value.op == "ref":
                 self._returned_refs.setdefault(key(mod, ret.context.scope), []).append(
@@ -121,12 +165,13 @@ class VersionIndex:
                     continue
                 attr = target[5:]
                 info.instance_attrs.setdefault(attr, []).append(assign.line)
+                info.attr_assigns.setdefault(attr, []).append(assign)
                 if assign.value_call:
-                    info.attr_constructors.setdefault(attr, []).append(assign.value_call)
+                    info.attr_constructors.setdefault(attr, []).append((assign.value_call, scope))
                 elif assign.value is not None and assign.value.op == "other":
                     # `(EagleDraftWorker(...) if on_last_rank else None)` and the like.
                     for ctor in _CONSTRUCTOR.findall(assign.value.text):
-                        info.attr_constructors.setdefault(attr, []).append(ctor)
+                        info.attr_constructors.setdefault(attr, []).append((ctor, scope))
                 elif assign.value is not None and assign.value.op == "ref":
                     annotation = params.get(scope, {}).get(assign.value.text)
                     if annotation:
@@ -327,8 +372,8 @@ class VersionIndex:
         for c in self.mro(cls)[0]:
             info = self.classes[c]
             scope = info.facts.qualname
-            for text in info.attr_constructors.get(attr, []):
-                res = self.resolve_class(info.module, text, scope)
+            for text, where in info.attr_constructors.get(attr, []):
+                res = self.resolve_class(info.module, text, where)
                 if res.symbol is not None:
                     found.add(res.symbol)
             for text in info.attr_annotations.get(attr, []):
@@ -337,6 +382,133 @@ class VersionIndex:
                     if res.symbol is not None:
                         found.add(res.symbol)
         return found
+
+    # ------------------------------------------------------------------ forwards
+
+    def attr_candidates(self, cls: str, attr: str) -> Candidates:
+        """Every class `self.<attr>` may hold in instances of `cls`, from its assignments:
+        a construction (`self.x = A(...)`), through local names, a class picked from a dict
+        of classes (`cls = _SUPPORT_VERSION[v]; self.x = cls(...)`) or an if/else chain
+        (`cls = A` / `cls = B`); a parameter's annotation only when nothing else is found."""
+        found = _Found()
+        annotations: list[tuple[str, str]] = []
+        for c in self.mro(cls)[0]:
+            info = self.classes[c]
+            for assign in info.attr_assigns.get(attr, []):
+                self._instance_of(info.module, assign, found, annotations, 0)
+            annotations += [(info.module, a) for a in info.attr_annotations.get(attr, [])]
+        if not (found.classes or found.external) and annotations:
+            for module, text in annotations:
+                for name in _annotation_names(text):
+                    self._add_class(module, "", name, found)
+            found.via.append("annotation")
+        return found.frozen()
+
+    def _instance_of(self, module: str, assign: Assign, found: _Found,
+                     annotations: list[tuple[str, str]], depth: int) -> None:
+        """The classes of the object `assign` stores."""
+        scope, value = assign.context.scope, assign.value
+        if depth > 4 or value is None:
+            return
+        if assign.value_call:
+            self._class_expr(module, scope, assign.value_call, found, depth, constructed=True)
+        elif value.op == "ref":
+            local = self._local_assigns(module, scope, value.text)
+            for inner in local:
+                self._instance_of(module, inner, found, annotations, depth + 1)
+            if not local:
+                params = {p.name: p.annotation for p in self._function_params(module, scope)}
+                if params.get(value.text):
+                    annotations.append((module, params[value.text] or ""))
+                elif value.text not in ("None", "self"):
+                    found.unresolved.append(value.text)
+        elif value.op == "other":
+            ctors = _CONSTRUCTOR.findall(value.text)
+            for ctor in ctors:
+                self._class_expr(module, scope, ctor, found, depth, constructed=True)
+            if not ctors and value.text not in ("None", "[]", "{}", "()"):
+                found.unresolved.append(value.text)
+
+    def _class_expr(self, module: str, scope: str, text: str, found: _Found, depth: int,
+                    constructed: bool = False) -> None:
+        """The classes an expression that evaluates to a class may be: a class name, a
+        local holding one, a dict of classes indexed (`D[k]`, `D.get(k)`), `A if c else B`."""
+        ternary = _TERNARY.match(text)
+        if ternary is not None:
+            for part in ternary.groups():
+                self._class_expr(module, scope, part, found, depth + 1)
+            return
+        subscript = _SUBSCRIPT.match(text)
+        dict_name = subscript.group(1) if subscript else (
+            text[:-4] if text.endswith(".get") else None)
+        if dict_name is not None:
+            values = self._dict_values(module, dict_name)
+            if values is None:
+                found.unresolved.append(text)
+                return
+            found.via.append(f"picked from {dict_name}")
+            for name in values:
+                self._add_class(module, scope, name, found)
+            return
+        if not _DOTTED_NAME.match(text):
+            found.unresolved.append(text)
+            return
+        local = self._local_assigns(module, scope, text) if "." not in text else []
+        if local and depth <= 4:
+            if len(local) > 1:
+                found.via.append(f"one of the classes assigned to {text}")
+            for assign in local:
+                picked = assign.value_call
+                if picked and (picked.endswith(".get") or _SUBSCRIPT.match(picked)):
+                    self._class_expr(module, scope, picked, found, depth + 1)
+                elif picked:  # a factory call: what it returns is not followed
+                    found.unresolved.append(f"{text} = {picked}(...)")
+                elif assign.value is not None:
+                    self._class_expr(module, scope, assign.value.text, found, depth + 1)
+            return
+        if constructed:
+            found.via.append("constructed")
+        self._add_class(module, scope, text, found)
+
+    def _add_class(self, module: str, scope: str, name: str, found: _Found) -> None:
+        res = self.resolve_class(module, name, scope)
+        if res.symbol is not None:
+            found.classes.add(res.symbol)
+        elif res.external is not None and not res.external.startswith("sglang."):
+            found.external.add(res.external)
+        else:
+            found.unresolved.append(name)
+
+    def _local_assigns(self, module: str, scope: str, name: str) -> list[Assign]:
+        if not scope:
+            return []
+        table = self._locals.get(module)
+        if table is None:
+            table = self._locals[module] = {}
+            facts = self.modules.get(module)
+            for a in facts.assigns if facts is not None else ():
+                if a.context.scope and "." not in a.target and "[" not in a.target:
+                    table.setdefault((a.context.scope, a.target), []).append(a)
+        return table.get((scope, name), [])
+
+    def _function_params(self, module: str, scope: str) -> tuple[Param, ...]:
+        fn = self.functions.get(key(module, scope))
+        return fn.params if fn is not None else ()
+
+    def _dict_values(self, module: str, name: str) -> list[str] | None:
+        """The values of a module-level dict literal `name` (and of `name[k] = X` added
+        later at module level), or None when `name` is no such dict."""
+        facts = self.modules.get(module)
+        values: list[str] | None = None
+        for a in facts.assigns if facts is not None else ():
+            if a.context.scope:
+                continue
+            if a.target == name and a.value is not None and a.value.text.startswith("{"):
+                values = [*(values or []), *a.value_names]
+            elif (a.target.startswith(f"{name}[") and a.value is not None
+                  and a.value.op == "ref" and values is not None):
+                values.append(a.value.text)
+        return values
 
     def classes_named(self, name: str) -> list[str]:
         return sorted(k for k, info in self.classes.items() if info.name == name)

@@ -67,10 +67,11 @@ def load_index(
     paths = seed_paths(tree)
     facts = load_facts(tree, paths, progress=progress,
                        definitions_only=frozenset(p for p in paths if not reads_in_full(p)))
-    index = VersionIndex(facts)
+    index = VersionIndex(facts, tree.pins())
     pending = list(index.classes)
-    for _ in range(4):
+    for _ in range(6):
         wanted: set[str] = set()
+        waiting: list[str] = []
         for cls in pending:
             for res in index.bases(cls):
                 if res.external and res.external.startswith("sglang."):
@@ -80,6 +81,7 @@ def load_index(
                         if found is not None:
                             if found not in facts:
                                 wanted.add(found)
+                                waiting.append(cls)
                             break
         if not wanted:
             return index
@@ -90,5 +92,7 @@ def load_index(
             p for p in wanted if not reads_in_full(p)))
         facts.update(more)
         index.add_modules(more)
-        pending = [c for c in index.classes if c not in before]
+        # A package that only re-exports (`evs/__init__.py`: `from .evs_module import EVS`)
+        # brings no class: the classes waiting on it are looked at again.
+        pending = waiting + [c for c in index.classes if c not in before]
     return index

@@ -27,6 +27,7 @@ from tracker.facts import (
     Cond,
     Context,
     Effect,
+    Forward,
     FunctionDef,
     Import,
     ModuleFacts,
@@ -47,15 +48,26 @@ QUERY_NAMES = (
     "branches",
     "definition_assignments",
     "capture_sites",
+    "getattr_forwards",
 )
-FULL_QUERIES = QUERY_NAMES[:7]
+FULL_QUERIES = (
+    "definitions",
+    "call_sites",
+    "attribute_reads",
+    "assignments",
+    "imports",
+    "returns",
+    "branches",
+    "getattr_forwards",
+)
 # The queries for a "definitions only" pass: what a class's provision and the index need
 # (classes, methods, assignments, imports, returns), without the calls, reads and
 # conditions that only code a worker runs can use. Model files are read this way.
 # The narrow capture_sites query adds what the aux-hidden-state contract follows in model
 # classes; files read in full hold workers, not models, and go without it.
 DEFINITION_QUERIES = (
-    "definitions", "definition_assignments", "imports", "returns", "capture_sites"
+    "definitions", "definition_assignments", "imports", "returns", "capture_sites",
+    "getattr_forwards",
 )
 
 _DOTTED = re.compile(r"[A-Za-z_][\w.]*")
@@ -658,6 +670,17 @@ def _extract(path: str, content_id: str, source: bytes, full: bool) -> ModuleFac
             call_function_spans.add((receiver_nodes[0].start_byte, member.end_byte))
         call_rows.append((b.site(site), site, _text(member), receiver, caps["call.arguments"][0]))
 
+    # `__getattr__` forwards. The class a forward target holds flows through local names
+    # (`cls = _SUPPORT_VERSION[v]; inner = cls(...); self.inner = inner`): a module that
+    # forwards gets its local assignments even when read for definitions only.
+    forward_rows = [
+        (b.site(caps["forward.definition"][0], definition=True), caps["forward.definition"][0],
+         caps["forward.param"][0], caps["forward.body"][0])
+        for caps in found["getattr_forwards"]
+    ]
+    if forward_rows and not full:
+        found["assignments"] = b.all_matches(("assignments",))["assignments"]
+
     # Assignments (their attribute targets are writes, not reads).
     store_spans: set[tuple[int, int]] = set()
     assign_rows: list[tuple[int, Node, Node, Node]] = []
@@ -671,6 +694,8 @@ def _extract(path: str, content_id: str, source: bytes, full: bool) -> ModuleFac
             else [target]
         )
         for t in targets:
+            if (t.start_byte, t.end_byte) in store_spans:
+                continue  # `self.x = ...` matched by both assignment queries
             store_spans.add((t.start_byte, t.end_byte))
             assign_rows.append((b.site(site), t, value, site))
 
@@ -802,6 +827,8 @@ def _extract(path: str, content_id: str, source: bytes, full: bool) -> ModuleFac
             value_names = tuple(
                 _short(v) for v in value.named_children if v.type in ("identifier", "attribute")
             )
+        elif value.type == "dictionary":
+            value_names = _dict_value_names(value)
         assigns.append(
             Assign(
                 target=_short(target),
@@ -837,6 +864,11 @@ def _extract(path: str, content_id: str, source: bytes, full: bool) -> ModuleFac
         Effect(kind, text, line, context(slot).scope, value, args)
         for slot, kind, text, line, value, args in effect_rows
     )
+    forwards = []
+    for slot, node, param, body in forward_rows:
+        owner = context(slot).scope
+        if owner in class_names:
+            forwards.append(_forward_fact(owner, _line(node), _param_name(param), body))
     return ModuleFacts(
         path=path,
         content_id=content_id,
@@ -848,6 +880,7 @@ def _extract(path: str, content_id: str, source: bytes, full: bool) -> ModuleFac
         assigns=tuple(assigns),
         returns=returns,
         effects=effects,
+        forwards=tuple(forwards),
         error_lines=_error_lines(b.root),
         definitions_only=not full,
     )
@@ -900,6 +933,156 @@ def _effect_rows(b: _Builder, matches: list[dict[str, list[Node]]]) -> list[_Eff
 def _argument_texts(arguments: Node) -> tuple[str, ...]:
     """Every argument's text, keywords as `name=value`, splats as written."""
     return tuple(_short(a) for a in arguments.named_children if a.type != "comment")
+def _dict_value_names(node: Node) -> tuple[str, ...]:
+    """The names a dict literal maps its keys to (`{(2, 6): MiniCPMV2_6}` -> MiniCPMV2_6)."""
+    out = []
+    for pair in node.named_children:
+        value = pair.child_by_field_name("value") if pair.type == "pair" else None
+        if value is not None and value.type in ("identifier", "attribute"):
+            out.append(_short(value))
+    return tuple(out)
+
+
+# ------------------------------------------------------------------------------ forwards
+
+
+def _param_name(node: Node) -> str:
+    """The name of a parameter node (`name`, `name: str`, `name="x"`)."""
+    if node.type == "identifier":
+        return _text(node)
+    named = node.child_by_field_name("name")
+    if named is not None:
+        return _text(named)
+    first = node.named_children[0] if node.named_child_count else None
+    return _text(first) if first is not None and first.type == "identifier" else ""
+
+
+def _forward_fact(owner: str, line: int, param: str, body: Node) -> Forward:
+    shape = _ForwardShape(param)
+    shape.block(body, guarded=False)
+    problem = "; ".join(shape.problems)
+    if not problem and not shape.targets and not shape.tries_super:
+        problem = "forwards the name to nothing the analysis can name"
+    return Forward(owner, line, tuple(dict.fromkeys(shape.targets)),
+                   tuple(dict.fromkeys(shape.exempt)), shape.tries_super, problem)
+
+
+class _ForwardShape:
+    """Reads a `__getattr__` body: `return getattr(self.x, name)` (a forward to `self.x`),
+    `return super().__getattr__(name)`, and guards that answer some names first
+    (`if name == "x": return None`), through `if`, `try/except` and `with` blocks."""
+
+    def __init__(self, param: str) -> None:
+        self.param = param
+        self.targets: list[str] = []
+        self.exempt: list[str] = []
+        self.tries_super = False
+        self.problems: list[str] = []
+
+    def block(self, block: Node, guarded: bool) -> None:
+        for stmt in block.named_children:
+            kind = stmt.type
+            if kind == "return_statement":
+                self.returned(stmt, guarded)
+            elif kind == "if_statement":
+                self.branch(stmt, guarded)
+            elif kind in ("try_statement", "with_statement", "except_clause", "else_clause",
+                          "finally_clause", "block", "for_statement", "while_statement"):
+                # The body and every handler: a fallback in `except AttributeError` is
+                # a forward as much as the attempt before it.
+                self.block(stmt, guarded)
+
+    def branch(self, stmt: Node, guarded: bool) -> None:
+        clauses = [(stmt.child_by_field_name("condition"),
+                    stmt.child_by_field_name("consequence"))]
+        for alt in stmt.children_by_field_name("alternative"):
+            if alt.type == "elif_clause":
+                clauses.append((alt.child_by_field_name("condition"),
+                                alt.child_by_field_name("consequence")))
+            else:
+                clauses.append((None, alt.child_by_field_name("body")))
+        for cond, body in clauses:
+            if body is None:
+                continue
+            names = _guard_names(cond_of(cond), self.param) if cond is not None else None
+            if names is not None and not self.forwards_in(body):
+                self.exempt.extend(names)
+                self.block(body, guarded=True)
+            else:
+                self.block(body, guarded)
+
+    def returned(self, stmt: Node, guarded: bool) -> None:
+        value = stmt.named_children[0] if stmt.named_child_count else None
+        target, is_super = self.forward_of(value)
+        if target is not None:
+            self.targets.append(target)
+        elif is_super:
+            self.tries_super = True
+        elif not guarded:
+            text = _short(value) if value is not None else "None"
+            self.problems.append(f"returns {text} (line {_line(stmt)})")
+
+    def forward_of(self, value: Node | None) -> tuple[str | None, bool]:
+        """(the object `value` forwards the name to, or None; whether it is `super()`)."""
+        if value is None or value.type != "call":
+            return None, False
+        func = value.child_by_field_name("function")
+        arguments = value.child_by_field_name("arguments")
+        if func is None or arguments is None:
+            return None, False
+        args = [a for a in arguments.named_children if a.type != "comment"]
+        obj: Node | None = None
+        if _text(func) == "getattr" and len(args) in (2, 3) and _text(args[1]) == self.param:
+            obj = args[0]
+        elif (func.type == "attribute" and len(args) == 1 and _text(args[0]) == self.param
+              and _text(func).endswith(".__getattr__")):
+            obj = func.child_by_field_name("object")
+        if obj is None:
+            return None, False
+        if _text(obj).startswith("super("):
+            return None, True
+        return _short(obj), False
+
+    def forwards_in(self, block: Node) -> bool:
+        stack = list(block.named_children)
+        while stack:
+            node = stack.pop()
+            if node.type == "return_statement" and node.named_child_count:
+                if self.forward_of(node.named_children[0]) != (None, False):
+                    return True
+            elif node.type not in ("function_definition", "class_definition"):
+                stack.extend(node.named_children)
+        return False
+
+
+def _guard_names(test: Cond, param: str) -> list[str] | None:
+    """The names a guard on the attribute name admits (`name == "x"`, `name in ("a", "b")`,
+    `name.startswith("_")` as `_*`, joined by `or`), or None for any other test."""
+    if test.op == "or":
+        out: list[str] = []
+        for arg in test.args:
+            found = _guard_names(arg, param)
+            if found is None:
+                return None
+            out += found
+        return out
+    if test.op == "cmp" and test.text in ("==", "in") and len(test.args) == 2:
+        left, right = test.args
+        if test.text == "==" and right.op == "ref" and right.text == param:
+            left, right = right, left
+        if left.op != "ref" or left.text != param:
+            return None
+        items = right.args if test.text == "in" and right.op == "seq" else (right,)
+        if test.text == "==" and right.op == "seq":
+            return None
+        strings = [i.text for i in items if i.op == "str"]
+        return strings if len(strings) == len(items) and strings else None
+    if test.op == "call" and test.text == f"{param}.startswith" and len(test.args) == 1:
+        arg = test.args[0]
+        items = arg.args if arg.op == "seq" else (arg,)
+        strings = [f"{i.text}*" for i in items if i.op == "str"]
+        return strings if len(strings) == len(items) and strings else None
+    return None
 
 
 def _is_type_checking(branch: Branch) -> bool:

@@ -1,4 +1,5 @@
-"""Where the data files shipped with the tool live (queries and role rules, JSON Schemas)."""
+"""Where the data files shipped with the tool live (queries and role rules, JSON Schemas,
+the inventory of external base classes)."""
 
 from __future__ import annotations
 
@@ -22,3 +23,8 @@ def queries_dir() -> Path:
 def schemas_dir() -> Path:
     """`schemas/`: the JSON Schemas of the documents the tool writes, one per `schema` id."""
     return _data_dir("schemas")
+
+
+def data_file(name: str) -> Path:
+    """A data file shipped inside the package (`tracker/data/<name>`)."""
+    return Path(str(resources.files("tracker") / "data" / name))

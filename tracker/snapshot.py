@@ -28,8 +28,10 @@ from tracker.compat import (
 )
 from tracker.contract import SETTER, ContractFinding, ContractSite
 from tracker.drafts import DraftModels
+from tracker.externals import INVENTORY
 from tracker.facts import FACTS_FORMAT
 from tracker.interface import FieldUse, Interface, Requirement, Site
+from tracker.resources import data_file
 from tracker.sources.base import SRT_PREFIX, SourceIdentity
 
 SCHEMA = "sglang-tracker/snapshot@1"
@@ -70,6 +72,7 @@ ANALYSIS_MODULES = (
     "contract.py",
     "roles.py",
     "loader.py",
+    "externals.py",
 )
 
 
@@ -81,6 +84,8 @@ def current_builder() -> Builder:
     digest = hashlib.sha256(load_rules().source_hash.encode())
     for module in ANALYSIS_MODULES:
         digest.update((here / module).read_bytes())
+    # What external bases provide is data too: a rebuilt inventory changes verdicts.
+    digest.update(data_file(INVENTORY).read_bytes())
     return Builder(__version__, query_set_hash(), digest.hexdigest()[:16])
 
 

@@ -8,8 +8,11 @@ import json
 from pathlib import Path
 
 import pytest
+from packaging.version import Version
 
 from tracker.app import Workspace
+from tracker.compat import ModelCheck
+from tracker.externals import load_inventory
 from tracker.snapshot import current_builder, load_file, shipped_dir, to_json
 from tracker.sources import open_source
 from tracker.versions import parse_version, sort_versions
@@ -87,3 +90,111 @@ def test_a_snapshot_does_not_depend_on_the_process_hash_seed(use_real_cache: Pat
         assert result.returncode == 0, result.stderr
         outputs.append(target.read_bytes())
     assert outputs[0] == outputs[1]
+
+
+# ------------------------------------------- EAGLE3 target rows: verdicts, not "unknown"
+
+# Releases whose EAGLE3 target rows this change is about.
+def release(tag: str) -> Version:
+    found = parse_version(tag)
+    assert found is not None, tag
+    return found
+
+
+SINCE_V0_4_10 = [v for v in SHIPPED if release(v) >= release("v0.4.10")]
+
+# The EAGLE3 target rows that said "unknown" before external bases were read from the
+# packages' source and `__getattr__` forwards were followed (the shipped snapshots of the
+# tool as it was, `tracker check VERSION -a EAGLE3 --format json`): class -> the releases
+# (inclusive ranges) where it was unknown, and the reason it gave then.
+UNKNOWN_BEFORE: dict[str, tuple[list[tuple[str, str]], str]] = {
+    "DiffusionGemmaForBlockDiffusion": ([("v0.5.21", "v0.5.23")], "transformers"),
+    "Gemma3ForCausalLM": ([("v0.4.10", "v0.5.11"), ("v0.5.21", "v0.5.23")], "transformers"),
+    "Gemma3ForConditionalGeneration": (
+        [("v0.4.10", "v0.5.11"), ("v0.5.21", "v0.5.23")], "transformers"),
+    "Gemma3nForCausalLM": ([("v0.4.10", "v0.5.23")], "transformers"),
+    "Gemma3nForConditionalGeneration": ([("v0.4.10", "v0.5.23")], "transformers"),
+    "Gemma4AssistantForCausalLM": ([("v0.5.21", "v0.5.23")], "transformers"),
+    "Gemma4ForCausalLM": ([("v0.5.11", "v0.5.11"), ("v0.5.21", "v0.5.23")], "transformers"),
+    "Gemma4ForConditionalGeneration": (
+        [("v0.5.11", "v0.5.11"), ("v0.5.21", "v0.5.23")], "transformers"),
+    "Gemma4UnifiedAssistantForCausalLM": ([("v0.5.21", "v0.5.23")], "transformers"),
+    "Gemma4UnifiedForConditionalGeneration": ([("v0.5.21", "v0.5.23")], "transformers"),
+    "MiniCPMV": ([("v0.4.10", "v0.5.23")], "__getattr__"),
+    "MiniCPMV4_6ForConditionalGeneration": ([("v0.5.12", "v0.5.23")], "__getattr__"),
+    "MiniCPMV4_7ForConditionalGeneration": ([("v0.5.23", "v0.5.23")], "__getattr__"),
+    "Mistral3ForConditionalGeneration": ([("v0.4.10", "v0.5.22")], "__getattr__"),
+    "MultiModalityCausalLM": ([("v0.4.10", "v0.5.23")], "transformers"),
+    "NemotronH_Nano_Omni_Reasoning_V3": ([("v0.5.11", "v0.5.23")], "evs_module.EVS"),
+    "NemotronH_Nano_VL_V2": ([("v0.5.8", "v0.5.23")], "evs_module.EVS"),
+    "NemotronH_Omni_Reasoning_V3": ([("v0.5.20", "v0.5.23")], "evs_module.EVS"),
+    "Qwen3OmniMoeForConditionalGeneration": ([("v0.5.4", "v0.5.23")], "transformers"),
+}
+# What each reason said then: "base not analysed: transformers.PreTrainedModel", "MiniCPMV
+# defines __getattr__", "base not analysed: sglang.srt.multimodal.evs.evs_module.EVS".
+# A class the forwarded-to attribute holds in every release (read in models/*.py).
+FORWARDED_TO = {
+    "MiniCPMV": "MiniCPMV2_6",
+    "MiniCPMV4_6ForConditionalGeneration": "MiniCPMV2_6",
+    "MiniCPMV4_7ForConditionalGeneration": "MiniCPMV2_6",
+    "Mistral3ForConditionalGeneration": "LlavaForConditionalGeneration",
+}
+
+
+def unknown_before(version: str) -> dict[str, str]:
+    """The classes unknown at `version` before, with the reason kind."""
+    at = release(version)
+    return {
+        model: reason
+        for model, (spans, reason) in UNKNOWN_BEFORE.items()
+        if any(release(first) <= at <= release(last) for first, last in spans)
+    }
+
+
+def eagle3_targets(version: str) -> list[ModelCheck]:
+    ws = Workspace(open_source("pypi", None, Path.cwd()), use_shipped=False)
+    snap = ws.snapshot_of(ws.source, version)
+    return [c for c in snap.compat.checks if c.algorithm == "EAGLE3" and c.role == "target"]
+
+
+@pytest.mark.parametrize("version", SINCE_V0_4_10)
+def test_at_most_one_eagle3_target_row_is_unknown_and_it_names_why(
+    version: str, use_real_cache: Path
+) -> None:
+    unknown = [c for c in eagle3_targets(version) if c.status == "unknown"]
+    assert len(unknown) <= 1, [c.model for c in unknown]
+    for check in unknown:
+        reasons = [p.where for p in check.provisions if p.how == "unknown"]
+        assert reasons and all(reasons), check
+
+
+@pytest.mark.parametrize("version", SINCE_V0_4_10)
+def test_every_row_unknown_before_has_a_verdict_with_its_evidence(
+    version: str, use_real_cache: Path
+) -> None:
+    before = unknown_before(version)
+    rows = {c.model: c for c in eagle3_targets(version) if c.model in before}
+    assert set(rows) == set(before)
+    pinned = load_inventory().releases[version]["transformers"]
+    followed = [m for m, reason in before.items() if reason == "evs_module.EVS"]
+    index = None
+    if followed:
+        ws = Workspace(open_source("pypi", None, Path.cwd()), use_shipped=False)
+        index = ws.analyse(ws.source, version).index
+    for model, reason in before.items():
+        check = rows[model]
+        assert check.status in ("ok", "broken"), check
+        wheres = " | ".join(p.where for p in check.provisions)
+        if reason == "transformers":
+            # The inventory entry, at the version the release pins.
+            assert f"transformers.PreTrainedModel (transformers {pinned})" in wheres, check
+        elif reason == "__getattr__":
+            # The forward, and the classes it may reach.
+            assert "__getattr__ forwards to self." in wheres, check
+            assert FORWARDED_TO[model] in wheres, check
+        else:
+            # The base, followed through the package that re-exports it.
+            assert index is not None
+            key = next(k for k in index.classes_named(model) if ".models." in k)
+            assert "sglang.srt.multimodal.evs.evs_module:EVS" in index.mro(key)[0]
+            assert all(p.how != "unknown" for p in check.provisions), check

@@ -8,11 +8,22 @@ facts cache is shared) and the bytes on demand.
 from __future__ import annotations
 
 import hashlib
+import re
+import tomllib
 from abc import ABC, abstractmethod
-from collections.abc import Mapping
+from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
 
+from packaging.markers import Marker
+from packaging.requirements import InvalidRequirement, Requirement
+from packaging.utils import canonicalize_name
+
+from tracker.errors import TrackerError
+from tracker.versions import canonical_tag
+
 SRT_PREFIX = "python/sglang/srt/"
+VERSION_FILE = "python/sglang/version.py"
+_VERSION_ASSIGN = re.compile(r"""^__version__\s*=\s*["']([^"']+)["']""", re.MULTILINE)
 
 
 def content_id(data: bytes) -> str:
@@ -31,6 +42,70 @@ class SourceIdentity:
     revision: str  # commit sha, archive sha256, or "" for a directory
 
 
+@dataclass(frozen=True)
+class Pins:
+    """The exact versions (`torch==2.9.1`) a version's packaging metadata pins.
+
+    External base classes (`torch.nn.Module`, `transformers.PreTrainedModel`) provide
+    different members in different releases of their package: the pins say which release
+    of each a version of SGLang runs with.
+    """
+
+    versions: tuple[tuple[str, str], ...] = ()  # (canonical package name, version), sorted
+    origin: str = ""  # where they were read, or "" when the tree has no packaging metadata
+    release: str = ""  # the SGLang release the tree is (`v0.5.9`), when it says so
+
+    def get(self, package: str) -> str | None:
+        wanted = canonicalize_name(package)
+        return next((v for name, v in self.versions if name == wanted), None)
+
+
+def pins_from_requirements(lines: Iterable[str]) -> tuple[tuple[str, str], ...]:
+    """`torch==2.9.1` and the like, from requirement strings (Requires-Dist values,
+    pyproject dependencies). An unconditional pin wins over one under a marker (an extra
+    such as `cu130`); among several of one kind, the first listed."""
+    unconditional: dict[str, str] = {}
+    conditional: dict[str, str] = {}
+    for line in lines:
+        try:
+            req = Requirement(line)
+        except InvalidRequirement:
+            continue
+        specs = list(req.specifier)
+        if len(specs) != 1 or specs[0].operator not in ("==", "===") or "*" in specs[0].version:
+            continue
+        chosen = conditional if isinstance(req.marker, Marker) else unconditional
+        chosen.setdefault(canonicalize_name(req.name), specs[0].version)
+    merged = {**conditional, **unconditional}
+    return tuple(sorted(merged.items()))
+
+
+def requires_dist(metadata: str) -> list[str]:
+    """The `Requires-Dist:` values of a wheel's METADATA file."""
+    return [
+        line.partition(":")[2].strip()
+        for line in metadata.splitlines()
+        if line.startswith("Requires-Dist:")
+    ]
+
+
+def pyproject_requirements(text: str) -> list[str]:
+    """`[project] dependencies` then every optional-dependency group, in file order."""
+    try:
+        project = tomllib.loads(text).get("project", {})
+    except tomllib.TOMLDecodeError:
+        return []
+    if not isinstance(project, dict):
+        return []
+    out = [d for d in project.get("dependencies", []) if isinstance(d, str)]
+    optional = project.get("optional-dependencies", {})
+    if isinstance(optional, dict):
+        for group in optional.values():
+            if isinstance(group, list):
+                out += [d for d in group if isinstance(d, str)]
+    return out
+
+
 class VersionTree(ABC):
     """The Python files of one SGLang version below `python/sglang/`."""
 
@@ -44,6 +119,31 @@ class VersionTree(ABC):
     @abstractmethod
     def read(self, path: str) -> bytes:
         """The bytes of one file listed in `files`; raises KeyError for other paths."""
+
+    def requirements(self) -> tuple[list[str], str] | None:
+        """The version's requirement strings and where they were read (a wheel's METADATA,
+        `python/pyproject.toml`), or None when the source has no packaging metadata."""
+        return None
+
+    def pins(self) -> Pins:
+        found = self.requirements()
+        versions, origin = (pins_from_requirements(found[0]), found[1]) if found else ((), "")
+        return Pins(versions, origin, self._release_name())
+
+    def _release_name(self) -> str:
+        """`v0.5.9` from the version name, else from `python/sglang/version.py`."""
+        tag = canonical_tag(self.identity.version)
+        if tag is not None:
+            return tag
+        if VERSION_FILE not in self.files:
+            return ""
+        try:
+            text = self.read(VERSION_FILE).decode("utf-8", "replace")
+        except (KeyError, OSError, TrackerError):
+            return ""
+        match = _VERSION_ASSIGN.search(text)
+        tag = canonical_tag(match.group(1)) if match else None
+        return tag or ""
 
 
 class Source(ABC):

@@ -14,7 +14,14 @@ from pathlib import Path
 from types import MappingProxyType
 
 from tracker.errors import NotSGLangError, SourceError, UnknownVersionError
-from tracker.sources.base import Source, SourceIdentity, VersionTree, content_id
+from tracker.sources.base import (
+    Source,
+    SourceIdentity,
+    VersionTree,
+    content_id,
+    pyproject_requirements,
+    requires_dist,
+)
 
 LOCAL = "local"
 REPO_SGLANG = "python/sglang"
@@ -27,6 +34,22 @@ class DirTree(VersionTree):
         self.identity = identity
         self._root = root  # the directory that maps to `python/sglang`
         self._files = MappingProxyType(dict(files))
+
+    def requirements(self) -> tuple[list[str], str] | None:
+        """`pyproject.toml` beside `sglang/` (a checkout's `python/`), else the METADATA of
+        an unpacked release wheel."""
+        parent = self._root.parent
+        try:
+            pyproject = parent / "pyproject.toml"
+            if pyproject.is_file():
+                text = pyproject.read_text(encoding="utf-8", errors="replace")
+                return pyproject_requirements(text), str(pyproject)
+            for metadata in sorted(parent.glob("sglang-*.dist-info/METADATA")):
+                text = metadata.read_text(encoding="utf-8", errors="replace")
+                return requires_dist(text), str(metadata)
+        except OSError:
+            return None
+        return None
 
     @property
     def files(self) -> Mapping[str, str]:

@@ -21,10 +21,17 @@ import git
 
 from tracker.cachedir import cache_root
 from tracker.errors import NotSGLangError, SourceError, UnknownVersionError
-from tracker.sources.base import SRT_PREFIX, Source, SourceIdentity, VersionTree
+from tracker.sources.base import (
+    SRT_PREFIX,
+    Source,
+    SourceIdentity,
+    VersionTree,
+    pyproject_requirements,
+)
 from tracker.versions import match_version, sort_versions, unknown_version
 
 SGLANG_DIR = "python/sglang"
+PYPROJECT = "python/pyproject.toml"  # the package's dependencies, with their pins
 _SYMLINK_MODE = 0o120000
 _URL = re.compile(r"^[A-Za-z][A-Za-z0-9+.-]*://|^[\w.-]+@[\w.-]+:")
 
@@ -68,10 +75,16 @@ def sglang_checkout_at(path: Path) -> Path | None:
 class GitTree(VersionTree):
     """The `.py` blobs below `python/sglang/` of one commit."""
 
-    def __init__(self, identity: SourceIdentity, blobs: Mapping[str, git.Blob]) -> None:
+    def __init__(
+        self,
+        identity: SourceIdentity,
+        blobs: Mapping[str, git.Blob],
+        pyproject: git.Blob | None = None,
+    ) -> None:
         self.identity = identity
         self._blobs = dict(blobs)
         self._files = MappingProxyType({path: blob.hexsha for path, blob in blobs.items()})
+        self._pyproject = pyproject
 
     @property
     def files(self) -> Mapping[str, str]:
@@ -87,6 +100,16 @@ class GitTree(VersionTree):
                 f"{_last_line(error)}"
             ) from error
         return data
+
+    def requirements(self) -> tuple[list[str], str] | None:
+        """The dependencies `python/pyproject.toml` declares at this commit."""
+        if self._pyproject is None:
+            return None
+        try:
+            text = self._pyproject.data_stream.read().decode("utf-8", "replace")
+        except (ValueError, git.GitCommandError):
+            return None
+        return pyproject_requirements(text), f"{PYPROJECT} at {self.identity.version}"
 
 
 class GitSource(Source):
@@ -296,7 +319,11 @@ class GitSource(Source):
         identity = SourceIdentity(
             kind=self.kind, location=self.location, version=version, revision=sha
         )
-        return GitTree(identity, blobs)
+        try:
+            pyproject = root / PYPROJECT
+        except KeyError:
+            pyproject = None
+        return GitTree(identity, blobs, pyproject if isinstance(pyproject, git.Blob) else None)
 
     def _prefetch_missing(self, sha: str, wanted: set[str]) -> None:
         """In a partial clone, fetch the blobs one version needs in a single request; left to

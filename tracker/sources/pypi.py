@@ -35,7 +35,13 @@ from tracker.errors import (
     SourceError,
     TrackerError,
 )
-from tracker.sources.base import Source, SourceIdentity, VersionTree, content_id
+from tracker.sources.base import (
+    Source,
+    SourceIdentity,
+    VersionTree,
+    content_id,
+    requires_dist,
+)
 from tracker.versions import (
     canonical_tag,
     is_range,
@@ -137,6 +143,18 @@ class PypiTree(VersionTree):
         if self._zip is not None:
             self._zip.close()
             self._zip = None
+
+    def requirements(self) -> tuple[list[str], str] | None:
+        """The `Requires-Dist` lines of the wheel's METADATA (the release's pins)."""
+        try:
+            with zipfile.ZipFile(self.archive) as opened:
+                names = [n for n in opened.namelist() if _is_metadata(n)]
+                if not names:
+                    return None
+                text = opened.read(names[0]).decode("utf-8", "replace")
+        except _ZIP_DAMAGE:
+            return None
+        return requires_dist(text), f"the Requires-Dist of {self.archive.name}"
 
 
 class PypiSource(Source):
@@ -369,6 +387,12 @@ def _load_archive(archive: Path) -> tuple[str, dict[str, str]] | None:
     document = {"schema": _INDEX_SCHEMA, "sha256": sha256, "files": files}
     write_text_atomic(_index_file(archive), json.dumps(document, indent=0, sort_keys=True))
     return sha256, files
+
+
+def _is_metadata(member: str) -> bool:
+    """`sglang-0.5.9.dist-info/METADATA`: the wheel's own metadata, at the archive root."""
+    head, _, tail = member.partition("/")
+    return tail == "METADATA" and head.startswith(f"{PACKAGE}-") and head.endswith(".dist-info")
 
 
 def _verify_zip(archive: Path) -> str | None:
