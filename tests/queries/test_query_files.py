@@ -15,7 +15,7 @@ from tracker.resources import queries_dir
 # The subjects a capture may be about: the part of its name before the first dot.
 VOCABULARY = frozenset({
     "class", "function", "definition", "call", "read", "assign", "import", "return",
-    "if", "boolean", "ternary", "try", "assert",
+    "if", "boolean", "ternary", "try", "assert", "message",
 })
 # `@subject.part`: two snake_case words joined by one dot.
 CAPTURE_SHAPE = re.compile(r"^[a-z]+\.[a-z]+(?:_[a-z]+)*$")
