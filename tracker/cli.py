@@ -154,6 +154,26 @@ def suggest(name: str, known: list[str]) -> str:
     return f"; did you mean {', '.join(near[:3])}" if near else ""
 
 
+REVERSE_HELP = "Allow OLD to be newer than NEW: compare backwards."
+
+
+def _reverse_option(func: F) -> F:
+    return click.option("--reverse", is_flag=True, help=REVERSE_HELP)(func)
+
+
+def check_order(old: str, new: str, reverse: bool) -> None:
+    """OLD newer than NEW reads every addition as a removal: refused unless asked for."""
+    from tracker.versions import parse_version
+
+    before, after = parse_version(old), parse_version(new)
+    if reverse or before is None or after is None or before <= after:
+        return
+    raise TrackerError(
+        f"{old} is newer than {new}: give the older version first, or --reverse to "
+        "compare backwards"
+    )
+
+
 def _pick_algorithms(available: tuple[str, ...], wanted: tuple[str, ...]) -> tuple[str, ...]:
     if not wanted:
         return available
@@ -340,9 +360,11 @@ def snapshot(
 @click.option(
     "--fail-on",
     type=click.Choice(["breaking", "new-breaks", "any"]),
-    help="Exit 1 when the diff has breaking interface changes, newly broken "
-    "wrappers, or any change.",
+    help="Exit 1 when the diff has breaking interface changes, new breaks (a wrapper "
+    "that broke, or a new one lacking what its inner model or a sibling class provides), "
+    "or any change.",
 )
+@_reverse_option
 @_source_options
 @_format_option("text", "md", "json")
 @_render_options
@@ -352,6 +374,7 @@ def diff(
     algorithms: tuple[str, ...],
     show_all: bool,
     fail_on: str | None,
+    reverse: bool,
     ws: Workspace,
     fmt: str,
     render_options: RenderOptions,
@@ -361,18 +384,21 @@ def diff(
     from tracker.diff import diff as compute
     from tracker.render import diff_document, render
 
-    a, b = ws.snapshot(old), ws.snapshot(new)
+    (osrc, oversion), (nsrc, nversion) = ws.resolve(old), ws.resolve(new)
+    check_order(oversion, nversion, reverse)
+    a, b = ws.snapshot_of(osrc, oversion), ws.snapshot_of(nsrc, nversion)
     available = tuple(dict.fromkeys(a.interface.algorithms + b.interface.algorithms))
     chosen = _pick_algorithms(available, algorithms)
     result = compute(a.interface, a.compat, b.interface, b.compat, chosen)
     doc = diff_document(result, _describe(ws, b, fmt))
+    doc["fix_options"] = ws.fix_options(nsrc, nversion)
     _flush_warnings(ws)
     _emit(render("diff", fmt, doc, replace(render_options, show_all=show_all)))
     if fail_on == "any" and result.changes:
         raise Failed
     if fail_on == "breaking" and any(c.breaking for c in result.changes):
         raise Failed
-    if fail_on == "new-breaks" and result.of_kind("model_wrapper_broke"):
+    if fail_on == "new-breaks" and result.new_breaks:
         raise Failed
 
 

@@ -62,6 +62,19 @@ def parse_error(message: str) -> ParsedError:
     return ParsedError(form, match.group(1), match.group(2), text)
 
 
+# A release's version in a traceback's file paths: an unpacked archive or checkout named
+# after it (`.../sglang-0.5.9/python/sglang/...`), an egg (`sglang-0.5.9-py3.11.egg`).
+_PATH_VERSION = re.compile(
+    r'File "[^"\n]*?\bsglang[-_]v?(\d+\.\d+(?:\.\d+)*(?:\.?post\d+)?)(?=[-_/\\.])')
+
+
+def version_in_paths(traceback: str) -> str | None:
+    """The release the traceback's file paths name (the crashing frame's, the last one),
+    or None when they name none (an installed package: `site-packages/sglang/...`)."""
+    found = _PATH_VERSION.findall(traceback)
+    return f"v{found[-1]}" if found else None
+
+
 def module_path(module: str) -> str:
     """`sglang.srt.models.kimi_k25` -> `python/sglang/srt/models/kimi_k25.py`."""
     return "python/" + module.replace(".", "/") + ".py"
@@ -70,12 +83,15 @@ def module_path(module: str) -> str:
 def triage_document(error: ParsedError, interface: Interface, compat: Compat,
                     algorithms: tuple[str, ...], source: str,
                     later: Iterable[tuple[str, Compat]] = (),
-                    patch_for: Callable[[ModelCheck], dict[str, Any] | None] | None = None
-                    ) -> dict[str, Any]:
+                    patch_for: Callable[[ModelCheck], dict[str, Any] | None] | None = None,
+                    earlier: Iterable[tuple[str, Compat]] = (),
+                    fix_options: str = "") -> dict[str, Any]:
     """Everything the tracker knows about `error` at `interface.version`.
 
     `later` yields (version, compat) of the releases after it, oldest first, lazily: it is
     read only as far as needed to find the release that fixes each broken algorithm.
+    `earlier` yields the releases before it, newest first, as far as needed to find since
+    when each is broken. `fix_options` name the version for `tracker fix`.
     """
     version = interface.version
     entries = {e.name: e for e in compat.entries}
@@ -101,8 +117,11 @@ def triage_document(error: ParsedError, interface: Interface, compat: Compat,
                 pending[c.algorithm] = c
             checks.append(_check(c, member))
     fixed_in = _first_fix(pending, later) if pending else {}
+    since = _broken_since(pending, member, version, earlier) if pending else {}
     for shown in checks:
         shown["fixed_in"] = fixed_in.get(shown["algorithm"], "")
+        first, how = since.get(shown["algorithm"], ("", ""))
+        shown["broken_since"], shown["broken_since_how"] = first, how
 
     patch = None
     chosen = _patch_check(pending, member)
@@ -110,7 +129,7 @@ def triage_document(error: ParsedError, interface: Interface, compat: Compat,
         patch = patch_for(chosen)
     command = ""
     if chosen is not None:
-        command = f"tracker fix {chosen.model} --at {version}"
+        command = f"tracker fix {chosen.model} {fix_options or f'--at {version}'}"
         if chosen.algorithm != "EAGLE3":
             command += f" --algorithm {chosen.algorithm}"
 
@@ -171,6 +190,29 @@ def _first_fix(pending: dict[str, ModelCheck], later: Iterable[tuple[str, Compat
         if len(found) == len(pending):
             break
     return found
+
+
+def _broken_since(pending: dict[str, ModelCheck], member: str, version: str,
+                  earlier: Iterable[tuple[str, Compat]]) -> dict[str, tuple[str, str]]:
+    """algorithm -> (the first release of the run of releases, up to `version`, in which the
+    class lacks `member`; how that run began: "added" (the class is new there), "broke" (it
+    had the member before), "earliest" (no earlier release the source has is without it))."""
+    since = dict.fromkeys(pending, version)
+    how: dict[str, str] = {}
+    for older, compat in earlier:
+        for algorithm, c in pending.items():
+            if algorithm in how:
+                continue
+            then = compat.check_for(c.model, algorithm)
+            if then is not None and then.status == "broken" and member in then.missing:
+                since[algorithm] = older
+            elif any(e.name == c.model for e in compat.entries):
+                how[algorithm] = "broke"
+            else:
+                how[algorithm] = "added"
+        if len(how) == len(pending):
+            break
+    return {a: (since[a], how.get(a, "earliest")) for a in pending}
 
 
 def _patch_check(pending: dict[str, ModelCheck], member: str) -> ModelCheck | None:
