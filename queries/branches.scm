@@ -18,3 +18,22 @@
 (assert_statement
   .
   (_) @assert.test)
+
+; Error messages: what a `raise` raises, the message of an `assert`, and the arguments of
+; a logging call (`logger.warning(...)`, `logging.info(...)`, `warnings.warn(...)`). A
+; member read only there describes a failure; it is not a requirement.
+(raise_statement) @message.raised
+
+(assert_statement
+  .
+  (_)
+  .
+  (_) @message.asserted)
+
+(call
+  function: (attribute
+    object: [(identifier) (attribute)] @message.logger
+    attribute: (identifier) @message.level)
+  arguments: (argument_list) @message.logged
+  (#match? @message.logger "^(self\\.)?(logger|logging|log|warnings)$")
+  (#match? @message.level "^(debug|info|warning|warn|error|exception|critical|fatal)$"))

@@ -123,6 +123,45 @@ class Workspace:
             return expand_range(spec, known)
         return expand_spec(self.source, spec)
 
+    def version_arg(self, source: Source, version: str) -> str:
+        """`version` of `source` as another command takes it (`--at ...`): a directory as
+        `dir:PATH` (its one version, `local`, means nothing elsewhere), a repository other
+        than the default one as `git:LOCATION@REV`, anything else by its name. Quoted for a
+        shell."""
+        import shlex
+
+        if source.kind == "dir":
+            return shlex.quote(f"dir:{source.location}")
+        if source.kind == "git" and source is not self.source:
+            return shlex.quote(f"git:{source.location}@{version}")
+        return shlex.quote(version)
+
+    def fix_options(self, source: Source, version: str, requirements: str = "") -> str:
+        """The options of the `tracker fix` command that patches a class of `version`
+        (against the requirements of another version, when they come from one)."""
+        options = f"--at {self.version_arg(source, version)}"
+        if requirements:
+            options += f" --requirements {requirements}"
+        return options
+
+    def release_before(self, version: str) -> str | None:
+        """The source's release just before `version`, None when it has none (or lists
+        none)."""
+        from tracker.errors import SourceError
+        from tracker.versions import parse_version, sort_versions
+
+        here = parse_version(version)
+        if here is None:
+            return None
+        try:
+            known = self.source.versions()
+        except SourceError:
+            if self.source.kind != "pypi" or not self.use_shipped:
+                raise
+            known = shipped_versions()
+        earlier = [v for v in sort_versions(known) if (p := parse_version(v)) and p < here]
+        return earlier[-1] if earlier else None
+
     # ------------------------------------------------------------------ analysis
 
     def analyse(self, source: Source, version: str) -> Analysis:

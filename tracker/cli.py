@@ -188,6 +188,26 @@ def suggest(name: str, known: list[str]) -> str:
     return f"; did you mean {', '.join(near[:3])}" if near else ""
 
 
+REVERSE_HELP = "Allow OLD to be newer than NEW: compare backwards."
+
+
+def _reverse_option(func: F) -> F:
+    return click.option("--reverse", is_flag=True, help=REVERSE_HELP)(func)
+
+
+def check_order(old: str, new: str, reverse: bool) -> None:
+    """OLD newer than NEW reads every addition as a removal: refused unless asked for."""
+    from tracker.versions import parse_version
+
+    before, after = parse_version(old), parse_version(new)
+    if reverse or before is None or after is None or before <= after:
+        return
+    raise TrackerError(
+        f"{old} is newer than {new}: give the older version first, or --reverse to "
+        "compare backwards"
+    )
+
+
 def _pick_algorithms(available: tuple[str, ...], wanted: tuple[str, ...]) -> tuple[str, ...]:
     if not wanted:
         return available
@@ -422,9 +442,11 @@ def snapshot(
 @click.option(
     "--fail-on",
     type=click.Choice(["breaking", "new-breaks", "any"]),
-    help="Exit 1 when the diff has breaking interface changes, newly broken "
-    "wrappers, or any change.",
+    help="Exit 1 when the diff has breaking interface changes, new breaks (a wrapper "
+    "that broke, or a new one lacking what its inner model or a sibling class provides), "
+    "or any change.",
 )
+@_reverse_option
 @_source_options
 @_config_option
 @_format_option("text", "md", "json")
@@ -435,22 +457,25 @@ def diff(
     algorithms: tuple[str, ...],
     show_all: bool,
     fail_on: str | None,
+    reverse: bool,
     ws: Workspace,
     fmt: str,
     render_options: RenderOptions,
 ) -> None:
     """What changed between OLD and NEW: interface members, output fields, and which
     model wrappers broke or were fixed."""
-    from tracker.diff import WRAPPER_BROKE
     from tracker.diff import diff as compute
     from tracker.render import diff_document, render
 
-    a, b = ws.snapshot(old), ws.snapshot(new)
+    (osrc, oversion), (nsrc, nversion) = ws.resolve(old), ws.resolve(new)
+    check_order(oversion, nversion, reverse)
+    a, b = ws.snapshot_of(osrc, oversion), ws.snapshot_of(nsrc, nversion)
     available = tuple(dict.fromkeys(a.interface.algorithms + b.interface.algorithms))
     chosen = _pick_algorithms(available, algorithms)
     _warn_unknown_accepted(ws, available)
     result = compute(a.interface, a.compat, b.interface, b.compat, chosen)
     doc = diff_document(result, _describe_pair(ws, a, b, fmt))
+    doc["fix_options"] = ws.fix_options(nsrc, nversion)
     _flush_warnings(ws)
     _emit(render("diff", fmt, doc, replace(render_options, show_all=show_all)))
     # Accepted breaks (tracker.toml) are shown above but fail nothing.
@@ -459,7 +484,7 @@ def diff(
         raise Failed
     if fail_on == "breaking" and any(c.breaking for c in counted):
         raise Failed
-    if fail_on == "new-breaks" and any(c.kind in WRAPPER_BROKE for c in counted):
+    if fail_on == "new-breaks" and any(c.new_break for c in counted):
         raise Failed
 
 

@@ -115,17 +115,20 @@ def check(
         raise TrackerError("give a VERSION, or both --requirements and --models")
     if role is not None and not models:
         raise TrackerError("--role needs -m/--model: the classes to check in that role")
-    req_snap = ws.snapshot(req_spec)
+    rsrc, rversion = ws.resolve(req_spec)
+    req_snap = ws.snapshot_of(rsrc, rversion)
     index: VersionIndex | None = None
     if mod_spec == req_spec:
         compat = req_snap.compat
         models_version = req_snap.version
+        fix_options = ws.fix_options(rsrc, rversion)
     else:
         msrc, mversion = ws.resolve(mod_spec)
         analysis = ws.analyse(msrc, mversion)
         index = analysis.index
         compat = ws.mark(build_compat(analysis.index, req_snap.interface))
         models_version = mod_spec if mversion == "local" else mversion
+        fix_options = ws.fix_options(msrc, mversion, ws.version_arg(rsrc, rversion))
     chosen = _pick_algorithms(req_snap.interface.algorithms, algorithms)
     _warn_unknown_accepted(ws, req_snap.interface.algorithms)
     known = {e.name for e in compat.entries}
@@ -149,6 +152,7 @@ def check(
     doc["requirements"] = _required_sites(req_snap.interface, chosen)
     doc["show_all"] = show_all or bool(models)
     doc["explain_kinds"] = explain_kinds
+    doc["fix_options"] = fix_options
     _flush_warnings(ws)
     if fmt == "sarif":
         from tracker.render import to_json
@@ -261,7 +265,8 @@ def matrix(
     name = algorithm.upper()
     if not any(name in s.interface.algorithms for s in snaps):
         raise TrackerError(f"no version in {range_spec} has the algorithm {name}")
-    result = build_matrix(snaps, name, _kinds(kind))
+    before, starts = _release_before(ws, snaps[0].version)
+    result = build_matrix(snaps, name, _kinds(kind), before, starts)
     doc = matrix_document(result, ws.source.describe())
     doc["events_only"] = events_only
     accepted = accepted_rows((s.compat for s in snaps), (name,), _kinds(kind))
@@ -300,13 +305,29 @@ def history(
     names = tuple(dict.fromkeys(a for s in snaps for a in s.interface.algorithms))
     chosen = _pick_algorithms(names, algorithms)
     kinds = (present[model],)
-    matrices = [build_matrix(snaps, a, kinds) for a in chosen]
+    before, starts = _release_before(ws, snaps[0].version)
+    matrices = [build_matrix(snaps, a, kinds, before, starts) for a in chosen]
     doc = history_document(model, present[model], matrices, ws.source.describe())
     accepted = accepted_rows((s.compat for s in snaps), chosen, model=model)
     if accepted:
         doc["accepted"] = accepted
     _flush_warnings(ws)
     _emit(render("history", fmt, doc, render_options))
+
+
+def _release_before(ws: Workspace, first: str) -> tuple[Any, bool]:
+    """(the snapshot of the release before a range starting at `first`, or None; whether
+    `first` starts the source's history), for telling classes new at `first` from those
+    already there."""
+    try:
+        previous = ws.release_before(first)
+        if previous is None:
+            return None, True
+        return ws.snapshot_of(ws.source, previous), False
+    except TrackerError as exc:
+        ws.reporter.warn(f"cannot read the release before {first} ({exc}); the classes "
+                         f"at {first} are shown as present since before it")
+        return None, False
 
 
 def _full_range(ws: Any) -> str:
@@ -328,6 +349,12 @@ def _full_range(ws: Any) -> str:
     "-a", "--algorithm", "algorithm", default="EAGLE3", show_default=True, help=ALGORITHM_HELP
 )
 @click.option(
+    "--requirements",
+    "requirements_spec",
+    metavar="VERSION",
+    help="Take the requirements from this version (default: the one patched).",
+)
+@click.option(
     "-o",
     "--output",
     type=click.Path(dir_okay=False, path_type=Path),
@@ -338,19 +365,24 @@ def fix(
     model: str,
     version: str,
     algorithm: str,
+    requirements_spec: str | None,
     output: Path | None,
     ws: Workspace,
 ) -> None:
     """A unified diff that adds to MODEL the members its inner model provides and the
     algorithm requires (apply with `git apply` or `patch -p1`)."""
-    from tracker.compat import class_key_for
+    from tracker.compat import build_compat, class_key_for
     from tracker.fixpatch import build_patch
 
     src, resolved = ws.resolve(version)
     analysis = ws.analyse(src, resolved)
+    interface, compat = analysis.interface, analysis.compat
+    if requirements_spec is not None:
+        interface = ws.snapshot(requirements_spec).interface
+        compat = build_compat(analysis.index, interface)
     name = algorithm.upper()
-    _pick_algorithms(analysis.interface.algorithms, (name,))
-    found = analysis.compat.check_for(model, name)
+    _pick_algorithms(interface.algorithms, (name,))
+    found = compat.check_for(model, name)
     if found is None:
         raise TrackerError(f"{resolved} registers no entry class {model} checked for {name}")
     if found.status == "ok":
@@ -425,10 +457,7 @@ def why(
     if member is not None:
         reqs = [r for r in snap.interface.for_algorithm(alg, role) if r.member == member]
         if not reqs:
-            others = sorted({r.algorithm for r in snap.interface.requirements
-                             if r.member == member})
-            also = f" (it is required by {', '.join(others)})" if others else ""
-            raise TrackerError(f"{alg} at {snap.version} requires no member {member}{also}")
+            raise TrackerError(_not_required(snap.interface, alg, role, member))
     else:
         assert check is not None
         checked = {p.member for p in check.provisions}
@@ -512,6 +541,21 @@ def _why_model_lines(check: Any, reqs: list[Any], version: str) -> list[str]:
     else:
         lines.append("  aux-hidden-state contract: holds as far as the tracker follows it")
     return lines
+
+
+def _not_required(itf: Interface, algorithm: str, role: str | None, member: str) -> str:
+    """Why-not, saying who does require the member: of which model, by which algorithms."""
+    of_role = f" of the {role} model" if role else ""
+    by_role: dict[str, set[str]] = {}
+    for r in itf.requirements:
+        if r.member == member:
+            by_role.setdefault(r.role, set()).add(r.algorithm)
+    where = [
+        f"of the {other} model by {', '.join(sorted(algs))}"
+        for other, algs in sorted(by_role.items())
+    ]
+    also = f" (it is required {'; '.join(where)})" if where else ""
+    return f"{algorithm} at {itf.version} requires no member {member}{of_role}{also}"
 
 
 def register(group: click.Group) -> None:

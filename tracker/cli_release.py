@@ -24,8 +24,10 @@ from tracker.cli import (
     _flush_warnings,
     _pick_algorithms,
     _render_options,
+    _reverse_option,
     _source_options,
     _warn_unknown_accepted,
+    check_order,
 )
 from tracker.errors import SourceError, TrackerError
 
@@ -56,10 +58,13 @@ def _choice_format(*choices: str) -> Callable[[F], F]:
     )
 
 
-def _pair(ws: Workspace, old: str, new: str, algorithms: tuple[str, ...]) -> Any:
+def _pair(
+    ws: Workspace, old: str, new: str, algorithms: tuple[str, ...], reverse: bool = False
+) -> Any:
     """(old snapshot, new snapshot, new version's source, chosen algorithms)."""
     osrc, oversion = ws.resolve(old)
     nsrc, nversion = ws.resolve(new)
+    check_order(oversion, nversion, reverse)
     a, b = ws.snapshot_of(osrc, oversion), ws.snapshot_of(nsrc, nversion)
     available = tuple(dict.fromkeys(a.interface.algorithms + b.interface.algorithms))
     chosen = _pick_algorithms(available, algorithms)
@@ -86,6 +91,7 @@ def _pair(ws: Workspace, old: str, new: str, algorithms: tuple[str, ...]) -> Any
     type=click.Path(dir_okay=False, path_type=Path),
     help="Write the appendix to this file instead of stdout.",
 )
+@_reverse_option
 @_source_options
 @_config_option
 @_choice_format("md", "json")
@@ -96,6 +102,7 @@ def changelog(
     algorithms: tuple[str, ...],
     show_all: bool,
     output: Path | None,
+    reverse: bool,
     ws: Workspace,
     fmt: str,
     render_options: RenderOptions,
@@ -106,9 +113,10 @@ def changelog(
     from tracker.diff import diff
     from tracker.render import render
 
-    a, b, _, chosen = _pair(ws, old, new, algorithms)
+    a, b, nsrc, chosen = _pair(ws, old, new, algorithms, reverse)
     result = diff(a.interface, a.compat, b.interface, b.compat, chosen)
     doc = changelog_document(result, b.interface, b.compat, _describe(ws, b, fmt), show_all)
+    doc["fix_options"] = ws.fix_options(nsrc, b.version)
     _flush_warnings(ws)
     _emit(render("changelog", fmt, doc, replace(render_options, show_all=show_all)), output)
 
@@ -126,6 +134,7 @@ def changelog(
     type=click.Path(file_okay=False, path_type=Path),
     help="Write one .md file per issue and an issues.json index here.",
 )
+@_reverse_option
 @_source_options
 @_config_option
 @_choice_format("md", "json")
@@ -135,6 +144,7 @@ def issues(
     new: str,
     algorithms: tuple[str, ...],
     out_dir: Path | None,
+    reverse: bool,
     ws: Workspace,
     fmt: str,
     render_options: RenderOptions,
@@ -145,7 +155,7 @@ def issues(
     from tracker.render import to_json
     from tracker.watch import DirSink, accepted_between, issues_between
 
-    a, b, nsrc, chosen = _pair(ws, old, new, algorithms)
+    a, b, nsrc, chosen = _pair(ws, old, new, algorithms, reverse)
     docs = issues_between(ws, nsrc, a, b, chosen, render_options)
     _flush_warnings(ws)
     _note_accepted(accepted_between(a, b, chosen))
@@ -204,7 +214,8 @@ def _note_accepted(changes: list[Change]) -> None:
 @click.option(
     "--since",
     metavar="VERSION",
-    help="Handle the releases after VERSION (needed on a first run to file anything).",
+    help="Handle the releases after VERSION, whatever the state says. For a first run "
+    "only: without it, a first run records the newest release and files nothing.",
 )
 @click.option("--until", metavar="VERSION", help="Stop after this release.")
 @click.option(
@@ -232,9 +243,11 @@ def watch(
     tracker's issues a release fixes. Safe to rerun: each issue is filed exactly once.
 
     \b
-    A scheduled job, keeping its state between runs:
+    A scheduled job keeps its state between runs. Once, to start after v0.5.9:
       GITHUB_TOKEN=... tracker watch --post OWNER/REPO --state .tracker/watch.json \\
           --since v0.5.9 -a EAGLE3
+    Then on every run (the state says where to go on from; no --since):
+      GITHUB_TOKEN=... tracker watch --post OWNER/REPO --state .tracker/watch.json -a EAGLE3
     """
     import contextlib
     import os
@@ -346,7 +359,12 @@ def _outcome_text(outcome: ReleaseOutcome, dry_run_on: str | None = None) -> str
 
 @click.command()
 @click.argument("message")
-@click.option("--at", "version", required=True, help="The version the error happened on.")
+@click.option(
+    "--at",
+    "version",
+    help="The version the error happened on (default: the one the traceback's file paths "
+    "name, else the latest release).",
+)
 @_algorithm_option
 @click.option(
     "--until", metavar="VERSION", help="Look for the fixing release no further than this one."
@@ -361,7 +379,7 @@ def _outcome_text(outcome: ReleaseOutcome, dry_run_on: str | None = None) -> str
 @_render_options
 def triage(
     message: str,
-    version: str,
+    version: str | None,
     algorithms: tuple[str, ...],
     until: str | None,
     model: str | None,
@@ -370,16 +388,20 @@ def triage(
     render_options: RenderOptions,
 ) -> None:
     """Explain an AttributeError such as "'KimiK25ForConditionalGeneration' object has no
-    attribute 'get_embed_and_head'" (MESSAGE, or - to read a traceback from stdin): which
-    algorithms require the member, where, which later release fixes it, and the patch. Or
-    "ValueError: too many values to unpack (expected 2)" from a forward (with -m CLASS): the
-    aux-hidden-state contract finding behind it, its sites and the release that fixes it."""
+    attribute 'get_embed_and_head'" (MESSAGE: the message, a file holding the traceback, or
+    - to read it from stdin): which algorithms require the member, where, since which
+    release and until which one it is broken, and the patch. Or "ValueError: too many
+    values to unpack (expected 2)" from a forward (with -m CLASS): the aux-hidden-state
+    contract finding behind it, its sites and the release that fixes it."""
     from tracker.render import render
     from tracker.triage import parse_error, triage_document
 
-    text = sys.stdin.read() if message == "-" else message
+    text = _message_text(message)
     error = parse_error(text)
-    src, resolved = ws.resolve(version)
+    src, resolved, origin = _triage_version(ws, version, text)
+    if origin != "--at":
+        click.echo(f"tracker: note: reading sglang {resolved} ({origin}); "
+                   "--at VERSION picks another", err=True)
     snap = ws.snapshot_of(src, resolved)
     chosen = _pick_algorithms(snap.interface.algorithms, algorithms)
 
@@ -397,9 +419,67 @@ def triage(
         later=_later(ws, src, resolved, until),
         patch_for=patch_for,
         model=model,
+        earlier=_earlier(ws, src, resolved),
+        fix_options=ws.fix_options(src, resolved),
     )
+    doc["version_from"] = origin
     _flush_warnings(ws)
     _emit(render("triage", fmt, doc, render_options))
+
+
+def _message_text(message: str) -> str:
+    """The error text: MESSAGE itself, stdin for `-`, or the file MESSAGE names."""
+    if message == "-":
+        return sys.stdin.read()
+    if "\n" not in message and len(message) < 4096:
+        path = Path(message).expanduser()
+        try:
+            if path.is_file():
+                return path.read_text(encoding="utf-8", errors="replace")
+        except OSError as exc:
+            raise TrackerError(f"cannot read {path}: {exc.strerror or exc}") from None
+    return message
+
+
+def _triage_version(ws: Workspace, version: str | None, text: str) -> tuple[Source, str, str]:
+    """(source, version, where the version came from): --at, else the traceback's file
+    paths, else the latest release."""
+    from tracker.triage import version_in_paths
+
+    if version is not None:
+        return (*ws.resolve(version), "--at")
+    named = version_in_paths(text)
+    if named is not None:
+        return (*ws.resolve(named), "from the traceback's file paths")
+    try:
+        return (*ws.resolve("latest"), "the latest release: the traceback names none")
+    except SourceError:
+        from tracker.app import shipped_versions
+
+        shipped = shipped_versions()
+        if ws.source.kind != "pypi" or not shipped:
+            raise
+        return (ws.source, shipped[-1],
+                "the latest release with a shipped snapshot: the traceback names none "
+                "and the package index cannot be reached")
+
+
+def _earlier(ws: Workspace, src: Source, version: str) -> Iterator[tuple[str, Compat]]:
+    """(version, compat) of the releases before `version`, newest first, read lazily."""
+    from tracker.versions import parse_version, sort_versions
+
+    here = parse_version(version)
+    if here is None or src is not ws.source:
+        return
+    try:
+        known = sort_versions(src.versions())
+    except SourceError as exc:
+        ws.reporter.warn(f"cannot list the releases before {version}: {exc}")
+        return
+    for name in reversed(known):
+        v = parse_version(name)
+        if v is not None and v < here:
+            yield name, ws.snapshot_of(src, name).compat
 
 
 def _later(

@@ -13,7 +13,8 @@ from dataclasses import dataclass, field
 from tracker.compat import Compat, ModelCheck, natural_role
 from tracker.interface import FieldUse, Interface, Requirement
 
-# kind -> message template; {role} is "target" or "draft".
+# kind -> message template; {role} is "target" or "draft", {was} and {now} the numbers of
+# arguments of the calls before and after ("1", "0/1", "1+1kw").
 CHANGE_KINDS: dict[str, str] = {
     "algorithm_added": "new algorithm {subject}",
     "algorithm_removed": "algorithm {subject} is gone",
@@ -23,7 +24,9 @@ CHANGE_KINDS: dict[str, str] = {
     "member_no_longer_used": "the {role} model's optional {subject} is no longer used",
     "member_became_optional": "{subject} on the {role} model is no longer always required",
     "member_became_required": "{subject} on the {role} model is now required",
-    "call_arity_changed": "{subject} on the {role} model is now called with other arguments",
+    "call_arity_changed": (
+        "{subject} on the {role} model is now called with {now} arguments (was {was})"
+    ),
     "output_field_added": "the forward output's {subject} is now read",
     "output_field_removed": "the forward output's {subject} is no longer read",
     "config_key_added": "configuration key {subject} is now read",
@@ -68,7 +71,11 @@ class Change:
     @property
     def message(self) -> str:
         return CHANGE_KINDS[self.kind].format(
-            subject=self.subject, role=self.role or "target", algorithm=self.algorithm
+            subject=self.subject,
+            role=self.role or "target",
+            algorithm=self.algorithm,
+            was=_arities(self.old),
+            now=_arities(self.new),
         )
 
     @property
@@ -80,6 +87,20 @@ class Change:
         """The reason the user accepts the model event's break (tracker.toml), else "".
         Accepted events are still reported, but fail no `--fail-on` and file no issue."""
         return self.new.accepted if isinstance(self.new, ModelCheck) else ""
+
+    @property
+    def new_break(self) -> bool:
+        """A wrapper newly broken: one that worked and broke (its members or its contract),
+        or a new class arriving without what its own inner model or a sibling class in its
+        file provides (not a new class that, like its neighbours, never supported the
+        algorithm)."""
+        return self.kind in WRAPPER_BROKE or (
+            self.kind == "model_wrapper_added_unsupported" and self.notable
+        )
+
+
+def _arities(side: object) -> str:
+    return "/".join(side.arities) if isinstance(side, Requirement) else ""
 
 
 @dataclass
@@ -93,6 +114,10 @@ class Diff:
 
     def of_kind(self, *kinds: str) -> list[Change]:
         return [c for c in self.changes if c.kind in kinds]
+
+    @property
+    def new_breaks(self) -> list[Change]:
+        return [c for c in self.changes if c.new_break]
 
 
 def _req_index(itf: Interface) -> dict[tuple[str, str, str], Requirement]:

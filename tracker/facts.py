@@ -14,7 +14,7 @@ from __future__ import annotations
 from typing import NamedTuple
 
 # Bumped whenever the shape or meaning of the facts changes: part of every cache key.
-FACTS_FORMAT = 3
+FACTS_FORMAT = 4
 
 
 class Cond(NamedTuple):
@@ -74,6 +74,9 @@ class Context(NamedTuple):
     branches: tuple[Branch, ...] = ()
     # Inside `try:` whose handlers catch AttributeError: an absent member is tolerated.
     catches_attribute_error: bool = False
+    # Inside an error message: what a `raise` raises, an `assert`'s message, the arguments
+    # of a logging call. What is read there describes a failure; it is not used to serve.
+    in_message: bool = False
 
 
 class Param(NamedTuple):
@@ -146,6 +149,7 @@ class Assign(NamedTuple):
     # (`{(2, 6): MiniCPMV2_6, ...}`: a class picked by key).
     value_names: tuple[str, ...] = ()
     value: Cond | None = None  # the value as an expression tree (shortened)
+    op: str = "="  # "=", or an augmented operator ("+=", "|=", ...)
 
 
 class Return(NamedTuple):

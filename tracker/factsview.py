@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from tracker.facts import Context, ModuleFacts
+from tracker.facts import Assign, Context, ModuleFacts
 
 
 def _context(ctx: Context) -> dict[str, Any]:
@@ -13,6 +13,8 @@ def _context(ctx: Context) -> dict[str, Any]:
         out["conditions"] = [b.render() for b in ctx.branches]
     if ctx.catches_attribute_error:
         out["catches_attribute_error"] = True
+    if ctx.in_message:
+        out["in_message"] = True
     return out
 
 
@@ -64,8 +66,10 @@ def facts_text(facts: ModuleFacts, version: str) -> str:
         lines.append(f"class {c.qualname}({', '.join(c.bases)})  :{c.line}-{c.end_line}")
     for a in facts.assigns:
         if a.target == "EntryClass" or (a.target.startswith("self.") and a.value_call):
-            rhs = f"{a.value_call}(...)" if a.value_call else ", ".join(a.value_names)
-            lines.append(f"assign {a.target} = {rhs}  :{a.line} in {a.context.scope or '<module>'}")
+            lines.append(
+                f"assign {a.target} {a.op} {_value_text(a)}  :{a.line} in "
+                f"{a.context.scope or '<module>'}"
+            )
     for call in facts.calls:
         if call.receiver is None and call.name not in ("hasattr", "getattr"):
             continue
@@ -78,3 +82,12 @@ def facts_text(facts: ModuleFacts, version: str) -> str:
         target = f"{call.receiver}.{call.name}" if call.receiver else call.name
         lines.append(f"call {target}({', '.join(call.args)})  :{call.line} in {where}{cond}")
     return "\n".join(lines) + "\n"
+
+
+def _value_text(a: Assign) -> str:
+    """The right-hand side as the facts hold it: a call's callee, else the value's text."""
+    if a.value_call:
+        return f"{a.value_call}(...)"
+    if a.value is not None:
+        return a.value.render()
+    return ", ".join(a.value_names)

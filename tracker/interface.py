@@ -26,6 +26,34 @@ from tracker.roles import ReceiverRule, RoleRules, load_rules
 
 STATUS_ORDER = {"required": 0, "conditional": 1, "optional": 2}
 
+# Members every Python object and every torch.nn.Module has (the models are nn.Modules):
+# using one asks nothing of a model class, so it is never a requirement
+# (`model.__class__.__name__` in a message, `model.named_modules()`). The nn.Module part is
+# its public API in torch 2.x; one set, so that it can follow an inventory of torch itself.
+OBJECT_MEMBERS = frozenset({
+    "__class__", "__delattr__", "__dict__", "__dir__", "__doc__", "__eq__", "__format__",
+    "__ge__", "__getattribute__", "__getstate__", "__gt__", "__hash__", "__init__",
+    "__init_subclass__", "__le__", "__lt__", "__module__", "__ne__", "__new__", "__reduce__",
+    "__reduce_ex__", "__repr__", "__setattr__", "__sizeof__", "__str__", "__subclasshook__",
+    "__weakref__",
+})
+NN_MODULE_MEMBERS = frozenset({
+    "T_destination", "add_module", "apply", "bfloat16", "buffers", "call_super_init",
+    "children", "compile", "cpu", "cuda", "double", "dump_patches", "eval", "extra_repr",
+    "float", "get_buffer", "get_extra_state", "get_parameter", "get_submodule", "half",
+    "ipu", "load_state_dict", "modules", "mtia", "named_buffers", "named_children",
+    "named_modules", "named_parameters", "parameters", "register_backward_hook",
+    "register_buffer", "register_forward_hook", "register_forward_pre_hook",
+    "register_full_backward_hook", "register_full_backward_pre_hook",
+    "register_load_state_dict_post_hook", "register_load_state_dict_pre_hook",
+    "register_module", "register_parameter", "register_state_dict_post_hook",
+    "register_state_dict_pre_hook", "requires_grad_", "set_extra_state", "set_submodule",
+    "share_memory", "state_dict", "to", "to_empty", "train", "training", "type", "xpu",
+    "zero_grad", "__call__", "__getattr__", "__setattr__", "__delattr__", "__dir__",
+    "__setstate__", "_parameters", "_buffers", "_modules",
+})
+EVERY_MODEL_HAS = OBJECT_MEMBERS | NN_MODULE_MEMBERS
+
 
 @dataclass(frozen=True, order=True)
 class Site:
@@ -53,6 +81,18 @@ class Requirement:
     @property
     def arities(self) -> tuple[str, ...]:
         return tuple(sorted({s.arity for s in self.sites if s.arity}))
+
+    @property
+    def uses(self) -> tuple[str, ...]:
+        """How the sites use the member: "call", "attribute" (read) and/or "hasattr"
+        (tested with hasattr, or read only where such a test found it)."""
+        return tuple(sorted({_use(s) for s in self.sites}))
+
+
+def _use(site: Site) -> str:
+    if site.arity:
+        return "call"
+    return "hasattr" if site.guard in ("hasattr", "hasattr-raises") else "attribute"
 
 
 @dataclass(frozen=True)
@@ -353,16 +393,20 @@ class _Collector:
 
     def __init__(self, an: _Analysis) -> None:
         self.an = an
-        # (algorithm, role, member, kind) -> sites, and the members that can stand in
-        self.found: dict[tuple[str, str, str, str], list[Site]] = defaultdict(list)
-        self.alternatives: dict[tuple[str, str, str, str], set[str]] = defaultdict(set)
+        # (algorithm, role, member) -> sites, and the members that can stand in. One slot
+        # per member whether it is called or read: a site's arity tells which use it is.
+        self.found: dict[tuple[str, str, str], list[Site]] = defaultdict(list)
+        self.alternatives: dict[tuple[str, str, str], set[str]] = defaultdict(set)
         self.outputs: dict[tuple[str, str, str], list[Site]] = defaultdict(list)
         self.configs: dict[tuple[str, str, str], list[Site]] = defaultdict(list)
 
     def member(self, module: str, path: str, line: int, context: Context,
-               target: ReceiverRule | _Binding, receiver: str, member: str, kind: str,
+               target: ReceiverRule | _Binding, receiver: str, member: str,
                guard: str, arity: str) -> None:
-        """One use of `member` on a model whose receiver (aliases expanded) is `receiver`."""
+        """One use of `member` on a model whose receiver (aliases expanded) is `receiver`:
+        a call when `arity` is given, else an attribute read or probe."""
+        if member in EVERY_MODEL_HAS or context.in_message:
+            return
         an = self.an
         scope = context.scope
         alternatives, plain = _unless_provided(an, module, scope, line, context.branches,
@@ -375,7 +419,7 @@ class _Collector:
         for algorithm, role in sorted(pairs):
             if algorithm == "NONE":
                 continue
-            slot = (algorithm, role, member, kind)
+            slot = (algorithm, role, member)
             self.found[slot].append(_site(an, algorithm, module, path, scope, line,
                                           context.branches, status, guard, arity))
             self.alternatives[slot] |= alternatives
@@ -384,7 +428,7 @@ class _Collector:
               name: str, bucket: dict[tuple[str, str, str], list[Site]]) -> None:
         an = self.an
         scope = context.scope
-        if not scope:
+        if not scope or context.in_message:
             return
         pairs, decided = an.context_pairs(module, scope, "target", "worker", context.branches)
         if not pairs:
@@ -413,8 +457,7 @@ class _Collector:
             else:
                 guard = "getattr-default" if len(call.args) >= 3 or call.keywords else ""
             self.member(module, path, call.line, call.context, probed[0],
-                        an.expand(module, scope, call.line, obj), probed[1], "attribute",
-                        guard, "")
+                        an.expand(module, scope, call.line, obj), probed[1], guard, "")
             return
         if call.receiver is None:
             return
@@ -423,9 +466,9 @@ class _Collector:
             target, member, how = found
             receiver = an.expand(module, scope, call.line, call.receiver)
             guard = _guard_of(receiver, call.name, call.context, an, module, call.line)
-            kind = "call" if how == "direct" else "attribute"
-            self.member(module, path, call.line, call.context, target, receiver, member, kind,
-                        guard, _arity(call) if kind == "call" else "")
+            # `model.inner.run()` calls a method of what the member holds: a read of it.
+            self.member(module, path, call.line, call.context, target, receiver, member,
+                        guard, _arity(call) if how == "direct" else "")
         rules = an.rules
         if call.name == "get" and call.args and any(
                 p.fullmatch(call.receiver) for p in rules.config_receivers):
@@ -443,7 +486,7 @@ class _Collector:
                 receiver = an.expand(module, scope, read.line, read.receiver)
                 guard = _guard_of(receiver, read.name, read.context, an, module, read.line)
                 self.member(module, path, read.line, read.context, target, receiver, member,
-                            "attribute", guard, "")
+                            guard, "")
         rules = an.rules
         patterns = rules.config_receivers if read.kind == "key" else rules.output_receivers
         if any(p.fullmatch(read.receiver) for p in patterns):
@@ -497,7 +540,8 @@ def build_interface(version: str, index: VersionIndex, rules: RoleRules | None =
             collect.read(module, facts.path, read)
 
     for slot, sites in sorted(collect.found.items()):
-        algorithm, role, member, kind = slot
+        algorithm, role, member = slot
+        kind = "call" if any(s.arity for s in sites) else "attribute"
         # The plainest site first: required before guarded, unconditional before nested.
         unique = sorted(
             set(sites), key=lambda s: (STATUS_ORDER[s.status], len(s.condition), s.path, s.line)

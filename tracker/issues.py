@@ -156,14 +156,16 @@ def oversight(check: ModelCheck, compat: Compat) -> bool:
 def build_issues(d: Diff, old: Interface, new: Interface, compat: Compat, *, source: str,
                  options: RenderOptions,
                  analysis: Callable[[], Analysed | None] | None = None,
-                 known: Container[str] = ()) -> list[IssueDoc]:
+                 known: Container[str] = (), fix_options: str = "") -> list[IssueDoc]:
     """One issue per reportable change of `d`, in the diff's rank order.
 
     `analysis` loads the new version's files and index, once, when a wrapper has an inner
     model to delegate to (for the `tracker fix` patch and the class's line). Issues whose
     fingerprint is in `known` are already filed: they get a title but no body, and never
-    cost an analysis.
+    cost an analysis. `fix_options` name the new version for `tracker fix` (default
+    `--at VERSION`).
     """
+    fix_options = fix_options or f"--at {d.new_version}"
     loaded: list[Analysed | None] = []
 
     def lazy() -> Analysed | None:
@@ -182,10 +184,11 @@ def build_issues(d: Diff, old: Interface, new: Interface, compat: Compat, *, sou
             assert isinstance(change.new, ModelCheck)
             before = change.old if isinstance(change.old, ModelCheck) else None
             doc = _model_document(report, change.new, before, new, compat,
-                                  (lambda: None) if filed else lazy)
+                                  (lambda: None) if filed else lazy, fix_options)
         else:
             doc = _member_document(report, change, old, new, compat)
         doc.update(_common(report, source))
+        doc["fix_options"] = fix_options
         out.append(_issue(report, doc, options, render_body=not filed))
     return out
 
@@ -256,7 +259,8 @@ def _title(report: Report, doc: dict[str, Any]) -> str:
 
 def _model_document(report: Report, check: ModelCheck, before: ModelCheck | None,
                     new: Interface, compat: Compat,
-                    analysis: Callable[[], Analysed | None]) -> dict[str, Any]:
+                    analysis: Callable[[], Analysed | None], fix_options: str
+                    ) -> dict[str, Any]:
     requirements = {r.member: r for r in new.for_algorithm(report.algorithm, report.role)}
     delegated: dict[str, Delegation] = {}
     for x in check.delegations:
@@ -284,7 +288,7 @@ def _model_document(report: Report, check: ModelCheck, before: ModelCheck | None
         entry = next((e for e in compat.entries if e.name == check.model), None)
         if entry is not None:
             where = {"path": entry.path, "line": entry.line, "function": "EntryClass"}
-    command = f"tracker fix {check.model} --at {report.version}"
+    command = f"tracker fix {check.model} {fix_options}"
     if report.algorithm != "EAGLE3":
         command += f" --algorithm {report.algorithm}"
     return {

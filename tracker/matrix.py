@@ -3,7 +3,9 @@
 Statuses: ok, broken, unknown (a member could not be decided), n/a (registered, but the
 algorithm asks nothing of this kind of class at that version), absent (not registered).
 Events: appeared, broke (ok -> broken: a regression), fixed (broken -> ok), removed, and
-changed (the set of missing members changed while broken).
+changed (the set of missing members changed while broken). A range that starts after the
+source's first release is compared with the release before it: a class already there is
+"present" (since before the range), not "appeared".
 
 A row is a class in a role: its name, or `Qwen2ForCausalLM (as draft)` where a generative
 class is checked as the draft model of an algorithm that loads such classes as drafts.
@@ -16,6 +18,8 @@ from dataclasses import dataclass, field
 
 from tracker.compat import EntryClass, ModelCheck, natural_role
 from tracker.snapshot import Snapshot
+
+CHECKED = ("ok", "broken", "unknown")
 
 
 def row_label(model: str, kind: str, role: str) -> str:
@@ -40,7 +44,7 @@ class Event:
     model: str
     algorithm: str
     version: str
-    kind: str  # "appeared" | "broke" | "fixed" | "removed" | "changed"
+    kind: str  # "appeared" | "present" | "broke" | "fixed" | "removed" | "changed"
     status: str  # status at `version`
     members: tuple[str, ...] = ()  # missing (appeared/broke/changed) or now provided (fixed)
     previous: str = ""  # the version before
@@ -63,38 +67,44 @@ class Matrix:
 
 
 def build_matrix(
-    snapshots: Sequence[Snapshot], algorithm: str, roles: tuple[str, ...] = ("target",)
+    snapshots: Sequence[Snapshot],
+    algorithm: str,
+    roles: tuple[str, ...] = ("target",),
+    before: Snapshot | None = None,
+    starts_history: bool = True,
 ) -> Matrix:
-    """The rows of the checks in `roles` (target, draft) for the algorithm."""
+    """The rows of the checks in `roles` (target, draft) for the algorithm, over `snapshots`
+    (oldest first). `before` is the release just before them: events at the first version
+    are then against it. Without it, `starts_history` says whether the first version is
+    the source's first (classes there "appeared") or the release before it could not be
+    read (they are "present")."""
     m = Matrix(algorithm, [s.version for s in snapshots])
-    per_version: list[tuple[Snapshot, dict[str, ModelCheck], set[str]]] = []
-    for snap in snapshots:
-        checks = {
-            check_row(c): c
-            for c in snap.compat.checks
-            if c.algorithm == algorithm and c.role in roles
-        }
-        registered = _registered_rows(snap.compat.entries, roles)
-        per_version.append((snap, checks, registered))
+    per_version = [_statuses(snap, algorithm, roles) for snap in snapshots]
+    for _snap, checks, _registered in per_version:
         for label, c in checks.items():
             m.kinds.setdefault(label, c.kind)
             m.roles.setdefault(label, c.role)
             m.classes.setdefault(label, c.model)
+    start = _statuses(before, algorithm, roles) if before is not None else None
     for model in sorted(m.kinds):
         row: dict[str, str] = {}
         missing_row: dict[str, tuple[str, ...]] = {}
         previous_status = "absent"
         previous_missing: tuple[str, ...] = ()
         previous_version = ""
-        for snap, checks, registered in per_version:
-            check = checks.get(model)
+        if start is not None:
+            previous_status, previous_check = _status_of(model, start[1], start[2])
+            previous_missing = _broken_by(previous_check)
+            previous_version = start[0].version
+        for i, (snap, checks, registered) in enumerate(per_version):
+            status, check = _status_of(model, checks, registered)
             if check is not None:
-                status = check.status
                 missing_row[snap.version] = check.missing
-            else:
-                status = "n/a" if model in registered else "absent"
+            current_missing = _broken_by(check)
             row[snap.version] = status
-            current_missing = _broken_by(check) if check is not None else ()
+            if i == 0 and start is None and not starts_history:
+                # The release before could not be read: what is here was there before.
+                previous_status, previous_missing = status, current_missing
             event = _event(
                 model,
                 algorithm,
@@ -105,6 +115,10 @@ def build_matrix(
                 previous_missing,
                 current_missing,
             )
+            if event is None and i == 0 and previous_status == status and status in CHECKED:
+                # Already there before the range, as it is at its start.
+                event = Event(model, algorithm, snap.version, "present", status,
+                              current_missing, previous_version)
             if event is not None:
                 m.events.append(event)
             previous_status, previous_missing = status, current_missing
@@ -114,10 +128,32 @@ def build_matrix(
     return m
 
 
-def _broken_by(check: ModelCheck) -> tuple[str, ...]:
+def _broken_by(check: ModelCheck | None) -> tuple[str, ...]:
     """What a check is broken by: its missing members, then its contract findings, so a
     contract break or fix is an event like a member's."""
+    if check is None:
+        return ()
     return check.missing + tuple(sorted({f"contract: {f.headline}" for f in check.contract}))
+
+
+def _statuses(
+    snap: Snapshot, algorithm: str, roles: tuple[str, ...]
+) -> tuple[Snapshot, dict[str, ModelCheck], set[str]]:
+    """(snapshot, its checks of `algorithm` by row, the rows that exist at it whether or
+    not the algorithm asks anything of them)."""
+    checks = {
+        check_row(c): c for c in snap.compat.checks if c.algorithm == algorithm and c.role in roles
+    }
+    return snap, checks, _registered_rows(snap.compat.entries, roles)
+
+
+def _status_of(
+    row: str, checks: dict[str, ModelCheck], registered: set[str]
+) -> tuple[str, ModelCheck | None]:
+    check = checks.get(row)
+    if check is not None:
+        return check.status, check
+    return ("n/a" if row in registered else "absent"), None
 
 
 def _event(
@@ -130,7 +166,7 @@ def _event(
     missing_before: tuple[str, ...],
     missing_after: tuple[str, ...],
 ) -> Event | None:
-    checked = ("ok", "broken", "unknown")
+    checked = CHECKED
     if before in ("absent", "n/a") and after in checked:
         # First time the algorithm asks anything of this class (or the class is new).
         return Event(model, algorithm, version, "appeared", after, missing_after, previous_version)

@@ -248,7 +248,7 @@ def _value_of(node: Node) -> Cond:
 class _Interval:
     start: int
     end: int
-    kind: str  # "scope" | "branch" | "try"
+    kind: str  # "scope" | "branch" | "try" | "message"
     name: str = ""  # scope name
     branches: tuple[Branch, ...] = ()
     context: Context | None = None
@@ -383,16 +383,16 @@ def _build_contexts(
             scope = f"{parent.scope}.{iv.name}" if parent.scope else iv.name
             if iv.is_class:
                 # A class body runs where the class is defined: it keeps the conditions.
-                iv.context = Context(scope, parent.branches, parent.catches_attribute_error)
+                iv.context = parent._replace(scope=scope)
             else:
                 # A function body runs when called, not where it is defined: fresh ones.
                 iv.context = Context(scope)
         elif iv.kind == "branch":
-            iv.context = Context(
-                parent.scope, parent.branches + iv.branches, parent.catches_attribute_error
-            )
+            iv.context = parent._replace(branches=parent.branches + iv.branches)
+        elif iv.kind == "message":
+            iv.context = parent._replace(in_message=True)
         else:  # try
-            iv.context = Context(parent.scope, parent.branches, True)
+            iv.context = parent._replace(catches_attribute_error=True)
         stack.append(iv)
 
 
@@ -657,6 +657,14 @@ def _extract(path: str, content_id: str, source: bytes, full: bool) -> ModuleFac
             test_node = caps["assert.test"][0]
             if test_node.type == "call":
                 asserted_calls.add((test_node.start_byte, test_node.end_byte))
+        else:
+            message = next(
+                (caps[c][0] for c in ("message.raised", "message.asserted", "message.logged")
+                 if c in caps),
+                None,
+            )
+            if message is not None:
+                b.intervals.append(_Interval(message.start_byte, message.end_byte, "message"))
 
     # Calls.
     call_function_spans: set[tuple[int, int]] = set()
@@ -829,6 +837,7 @@ def _extract(path: str, content_id: str, source: bytes, full: bool) -> ModuleFac
             )
         elif value.type == "dictionary":
             value_names = _dict_value_names(value)
+        operator = site.child_by_field_name("operator")
         assigns.append(
             Assign(
                 target=_short(target),
@@ -837,6 +846,7 @@ def _extract(path: str, content_id: str, source: bytes, full: bool) -> ModuleFac
                 value_call=value_call,
                 value_names=value_names,
                 value=_value_of(value),
+                op=_text(operator) if operator is not None else "=",
             )
         )
     reads = tuple(

@@ -9,16 +9,21 @@ says; the templates only decide how it looks.
 from __future__ import annotations
 
 import json
+import logging
 from collections.abc import Iterable
 from dataclasses import dataclass
+from functools import cache
 from pathlib import Path
 from typing import Any
 
 from tracker.compat import Compat, ModelCheck
 from tracker.contract import ContractFinding
 from tracker.diff import Change, Diff, rank
+from tracker.errors import TrackerError
 from tracker.interface import FieldUse, Interface, Requirement, Site
 from tracker.sources.base import SRT_PREFIX
+
+log = logging.getLogger(__name__)
 
 DEFAULT_LINK = "https://github.com/sgl-project/sglang/blob/{tag}/{path}#L{line}"
 FORMATS = ("text", "md", "json")
@@ -56,6 +61,7 @@ def requirement_doc(req: Requirement) -> dict[str, Any]:
         "kind": req.kind,
         "status": req.status,
         "arities": list(req.arities),
+        "uses": list(req.uses),
         "alternatives": list(req.alternatives),
         "sites": [site_doc(s) for s in req.sites],
     }
@@ -166,6 +172,7 @@ def change_doc(change: Change) -> dict[str, Any]:
         "message": change.message,
         "breaking": change.breaking,
         "notable": change.notable,
+        "new_break": change.new_break,
     }
     for side, value in (("old", change.old), ("new", change.new)):
         if isinstance(value, Requirement):
@@ -203,15 +210,21 @@ def diff_document(d: Diff, source: str) -> dict[str, Any]:
 
 def _moved_from(old: Requirement, new: Requirement) -> dict[str, Any] | None:
     """Where the new primary site stood before, when it moved: the old site in the same
-    function of the same file (else the same file)."""
+    function of the same file (else the same file); when its file held none, the old
+    primary site, if no site is left in that site's file (it moved to another file)."""
     primary = new.sites[0]
     same_function = [
         s for s in old.sites if s.path == primary.path and s.function == primary.function
     ]
     same_file = [s for s in old.sites if s.path == primary.path]
     candidates = same_function or same_file
-    previous = candidates[0] if candidates else None
-    if previous is None or previous.line == primary.line:
+    if not candidates:
+        before = old.sites[0]
+        if any(s.path == before.path for s in new.sites):
+            return None  # a new site elsewhere, the old one still there: not a move
+        return site_doc(before)
+    previous = candidates[0]
+    if previous.line == primary.line:
         return None
     return site_doc(previous)
 
@@ -246,11 +259,29 @@ def render(
     """`template` is the report name (`diff`), `fmt` one of text/md/json."""
     if fmt == "json":
         return to_json(doc)
+    import jinja2
+
     options = options or RenderOptions()
     env = _environment(options)
     suffix = "md" if fmt == "md" else "txt"
-    text: str = env.get_template(f"{template}.{suffix}.j2").render(doc=doc, options=options)
+    name = f"{template}.{suffix}.j2"
+    try:
+        text: str = env.get_template(name).render(doc=doc, options=options)
+    except jinja2.TemplateSyntaxError as exc:
+        where = exc.filename or exc.name or name
+        raise TrackerError(f"template {where}, line {exc.lineno}: {exc.message}") from None
+    except jinja2.TemplateError as exc:
+        # A user's template asking for what the document has not (StrictUndefined).
+        where = _template_file(env, name)
+        raise TrackerError(f"template {where}: {exc.message or exc}") from None
     return text.rstrip() + "\n"
+
+
+def _template_file(env: Any, name: str) -> str:
+    try:
+        return str(env.get_template(name).filename or name)
+    except Exception:  # the name is what there is to say
+        return name
 
 
 def _environment(options: RenderOptions) -> Any:
@@ -291,7 +322,36 @@ def _template_cache() -> Any:
         folder.mkdir(parents=True, exist_ok=True)
     except OSError:
         return None  # a read-only cache: compile every time
-    return jinja2.FileSystemBytecodeCache(str(folder))
+    cache_class: type[jinja2.FileSystemBytecodeCache] = _tolerant_cache()
+    return cache_class(str(folder))
+
+
+@cache
+def _tolerant_cache() -> Any:
+    """jinja2's file cache of compiled templates, except that an entry it cannot write (a
+    full disk) or read costs the compile, not the run: as the facts cache does."""
+    import jinja2
+
+    class TolerantBytecodeCache(jinja2.FileSystemBytecodeCache):
+        warned = False  # once per report, not once per template it includes
+
+        def dump_bytecode(self, bucket: jinja2.bccache.Bucket) -> None:
+            try:
+                super().dump_bytecode(bucket)
+            except OSError as exc:
+                if not self.warned:
+                    self.warned = True
+                    log.warning("could not write to the template cache in %s (%s); "
+                                "carrying on without it", self.directory,
+                                exc.strerror or exc)
+
+        def load_bytecode(self, bucket: jinja2.bccache.Bucket) -> None:
+            try:
+                super().load_bytecode(bucket)
+            except OSError:
+                bucket.reset()
+
+    return TolerantBytecodeCache
 
 
 def _call_text(req: dict[str, Any]) -> str:
@@ -299,7 +359,9 @@ def _call_text(req: dict[str, Any]) -> str:
         return str(req["member"])
     arities = req.get("arities") or []
     shown = "/".join(arities) if arities else ""
-    return f"{req['member']}({shown})"
+    # One member, both ways: `model.x()` here and `model.x` (read, not called) there.
+    also = " (also read as an attribute)" if "attribute" in req.get("uses", ()) else ""
+    return f"{req['member']}({shown}){also}"
 
 
 def matrix_document(m: Any, source: str) -> dict[str, Any]:

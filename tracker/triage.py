@@ -69,6 +69,19 @@ def parse_error(message: str) -> ParsedError:
     return ParsedError(form, match.group(1), match.group(2), text)
 
 
+# A release's version in a traceback's file paths: an unpacked archive or checkout named
+# after it (`.../sglang-0.5.9/python/sglang/...`), an egg (`sglang-0.5.9-py3.11.egg`).
+_PATH_VERSION = re.compile(
+    r'File "[^"\n]*?\bsglang[-_]v?(\d+\.\d+(?:\.\d+)*(?:\.?post\d+)?)(?=[-_/\\.])')
+
+
+def version_in_paths(traceback: str) -> str | None:
+    """The release the traceback's file paths name (the crashing frame's, the last one),
+    or None when they name none (an installed package: `site-packages/sglang/...`)."""
+    found = _PATH_VERSION.findall(traceback)
+    return f"v{found[-1]}" if found else None
+
+
 def module_path(module: str) -> str:
     """`sglang.srt.models.kimi_k25` -> `python/sglang/srt/models/kimi_k25.py`."""
     return "python/" + module.replace(".", "/") + ".py"
@@ -78,13 +91,17 @@ def triage_document(error: ParsedError, interface: Interface, compat: Compat,
                     algorithms: tuple[str, ...], source: str,
                     later: Iterable[tuple[str, Compat]] = (),
                     patch_for: Callable[[ModelCheck], dict[str, Any] | None] | None = None,
-                    model: str | None = None) -> dict[str, Any]:
+                    model: str | None = None,
+                    earlier: Iterable[tuple[str, Compat]] = (),
+                    fix_options: str = "") -> dict[str, Any]:
     """Everything the tracker knows about `error` at `interface.version`.
 
     `later` yields (version, compat) of the releases after it, oldest first, lazily: it is
     read only as far as needed to find the release that fixes each broken algorithm.
     `model` names the entry class when the error does not (an unpack error) or names an
     inner class (`'Qwen2ForCausalLM' object has no attribute 'capture_aux_hidden_states'`).
+    `earlier` yields the releases before it, newest first, as far as needed to find since
+    when each is broken. `fix_options` name the version for `tracker fix`.
     """
     version = interface.version
     entries = {e.name: e for e in compat.entries}
@@ -113,8 +130,12 @@ def triage_document(error: ParsedError, interface: Interface, compat: Compat,
                 pending[(c.model, c.algorithm)] = c
             checks.append(_check(c, error))
     fixed_in = _first_fix(pending, later) if pending else {}
+    since = _broken_since(pending, member, version, earlier) if pending else {}
     for shown in checks:
-        shown["fixed_in"] = fixed_in.get((shown["model"], shown["algorithm"]), "")
+        row = (shown["model"], shown["algorithm"])
+        shown["fixed_in"] = fixed_in.get(row, "")
+        first, how = since.get(row, ("", ""))
+        shown["broken_since"], shown["broken_since_how"] = first, how
 
     patch = None
     chosen = _patch_check(pending, member)
@@ -122,7 +143,7 @@ def triage_document(error: ParsedError, interface: Interface, compat: Compat,
         patch = patch_for(chosen)
     command = ""
     if chosen is not None:
-        command = f"tracker fix {chosen.model} --at {version}"
+        command = f"tracker fix {chosen.model} {fix_options or f'--at {version}'}"
         if chosen.algorithm != "EAGLE3":
             command += f" --algorithm {chosen.algorithm}"
 
@@ -212,6 +233,31 @@ def _first_fix(pending: dict[tuple[str, str], ModelCheck],
         if len(found) == len(pending):
             break
     return found
+
+
+def _broken_since(pending: dict[tuple[str, str], ModelCheck], member: str, version: str,
+                  earlier: Iterable[tuple[str, Compat]]) -> dict[tuple[str, str], tuple[str, str]]:
+    """(model, algorithm) -> (the first release of the run of releases, up to `version`, in
+    which the class is broken as it is now (lacks `member`, or for a contract break, is
+    broken); how that run began: "added" (the class is new there), "broke" (it worked
+    before), "earliest" (no earlier release the source has is without the break))."""
+    since = dict.fromkeys(pending, version)
+    how: dict[tuple[str, str], str] = {}
+    for older, compat in earlier:
+        for row, c in pending.items():
+            if row in how:
+                continue
+            then = compat.check_for(c.model, row[1])
+            if (then is not None and then.status == "broken"
+                    and (member in then.missing if member else True)):
+                since[row] = older
+            elif any(e.name == c.model for e in compat.entries):
+                how[row] = "broke"
+            else:
+                how[row] = "added"
+        if len(how) == len(pending):
+            break
+    return {row: (since[row], how.get(row, "earliest")) for row in pending}
 
 
 def _patch_check(pending: dict[tuple[str, str], ModelCheck], member: str) -> ModelCheck | None:

@@ -313,7 +313,8 @@ def issues_between(ws: Workspace, source: Source, old: Snapshot, new: Snapshot,
     result = diff(old.interface, old.compat, new.interface, new.compat, algorithms)
     return build_issues(result, old.interface, new.interface, new.compat,
                         source=source.describe(), options=options,
-                        analysis=lambda: ws.analyse(source, new.version), known=known)
+                        analysis=lambda: ws.analyse(source, new.version), known=known,
+                        fix_options=ws.fix_options(source, new.version))
 
 
 def accepted_between(old: Snapshot, new: Snapshot, algorithms: tuple[str, ...]
@@ -383,6 +384,11 @@ def run_watch(ws: Workspace, sink: Sink, state_path: Path, *, since: str | None 
             f"{source.describe()} → {sink.destination}; name another --state")
     if since is not None:
         start = source.resolve(since)
+        if state is not None and state.last_version != start:
+            say(f"--since {start} overrides {state_path}, which had reached "
+                f"{state.last_version}: the releases after {start} are handled again "
+                "(issues already filed are found, not filed twice); leave --since out of "
+                "scheduled runs")
     elif state is not None:
         start = state.last_version
     else:
@@ -397,6 +403,9 @@ def run_watch(ws: Workspace, sink: Sink, state_path: Path, *, since: str | None 
         raise TrackerError(f"{start} is not a release version; --since wants one")
     last = source.resolve(until) if until is not None else versions[-1]
     end = parse_version(last) if until is not None else None
+    if end is not None and end < begin:
+        raise TrackerError(f"--since {start} is newer than --until {last}: nothing to watch "
+                           "(releases are handled oldest first)")
     if algorithms:
         # Checked against the newest release in reach, so a typo fails before any work.
         known = ws.snapshot_of(source, last).interface

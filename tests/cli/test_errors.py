@@ -122,3 +122,58 @@ def test_git_mode_reads_a_synthetic_repository_end_to_end(make_git_repo: object)
     assert doc["schema"] == "sglang-tracker/diff@1"
     assert [(c["kind"], c["subject"]) for c in doc["changes"]] == [
         ("model_wrapper_removed", "WrapperForConditionalGeneration")]
+
+
+def test_why_says_of_which_model_another_role_requires_the_member(tmp_path: Path) -> None:
+    from sgl_trees import write_tree
+
+    root = write_tree(tmp_path / "sglang")
+    result = tracker("why", "set_embed", "--at", "local", "--source", f"dir:{root}",
+                     "--role", "target", "-q")
+    assert_one_line_error(result)
+    assert result.stderr == (
+        "tracker: error: EAGLE3 at local requires no member set_embed of the target model "
+        "(it is required of the draft model by EAGLE3)\n"
+    )
+
+
+def test_a_template_with_a_syntax_error_is_one_line_naming_the_file(tmp_path: Path) -> None:
+    from sgl_trees import write_tree
+
+    root = write_tree(tmp_path / "sglang")
+    templates = tmp_path / "templates"
+    templates.mkdir()
+    (templates / "interface.txt.j2").write_text("{{ doc.version }}\n{% for r in %}\n")
+    result = tracker("interface", "local", "--source", f"dir:{root}", "-q",
+                     "--template-dir", str(templates))
+    assert_one_line_error(result, f"template {templates / 'interface.txt.j2'}, line 2")
+
+
+def test_a_template_asking_for_what_the_report_lacks_is_one_line_naming_the_file(
+    tmp_path: Path,
+) -> None:
+    from sgl_trees import write_tree
+
+    root = write_tree(tmp_path / "sglang")
+    templates = tmp_path / "templates"
+    templates.mkdir()
+    (templates / "interface.txt.j2").write_text("{{ doc.no_such_field }}\n")
+    result = tracker("interface", "local", "--source", f"dir:{root}", "-q",
+                     "--template-dir", str(templates))
+    assert_one_line_error(result, str(templates / "interface.txt.j2"), "no_such_field")
+
+
+def test_a_new_class_lacking_what_its_inner_model_has_fails_new_breaks(
+    make_git_repo: object,
+) -> None:
+    from sgl_trees import BASE, tree
+
+    new_vl = BASE["models/wrapper.py"].replace(
+        "WrapperForConditionalGeneration", "NewVLForConditionalGeneration")
+    repo = make_git_repo({  # type: ignore[operator]
+        "v1.0.0": tree(), "v1.1.0": tree({"models/new_vl.py": new_vl})})
+    result = tracker("diff", "v1.0.0", "v1.1.0", "--repo", str(repo), "-a", "EAGLE3",
+                     "--fail-on", "new-breaks", "-q")
+    assert result.returncode == 1, result.stderr
+    assert ("model wrappers · 1 new break (0 regressions, 1 new class), 0 fixed, "
+            "0 new supported, 0 new unsupported, 0 removed") in result.stdout

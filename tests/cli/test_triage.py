@@ -6,6 +6,7 @@ from __future__ import annotations
 import json
 from collections.abc import Callable
 from contextlib import AbstractContextManager
+from pathlib import Path
 
 import pytest
 from click.testing import Result
@@ -93,7 +94,8 @@ def test_triage_lists_the_worker_sites_that_call_the_member(kimi: str) -> None:
 @pytest.mark.realdata
 def test_triage_says_which_later_release_fixes_it_and_prints_the_patch(kimi: str) -> None:
     assert ("  ✗ EAGLE3      broken · missing get_embed_and_head, "
-            "set_eagle3_layers_to_capture · fixed in v0.5.10") in kimi.splitlines()
+            "set_eagle3_layers_to_capture · since v0.5.9, where the class is new · "
+            "fixed in v0.5.10") in kimi.splitlines()
     assert (f"fix: upgrade to v0.5.10, or add the delegating members (tracker fix {KIMI} "
             "--at v0.5.9):") in kimi
     patch = kimi.split("--- a/python/sglang/srt/models/kimi_k25.py\n", 1)[1]
@@ -134,3 +136,82 @@ def test_an_unknown_class_gets_suggestions(tracker: Tracker) -> None:
                      "-a", "EAGLE3")
     assert (f"KimiK25ForConditionalGen is not an entry class registered at sglang v0.5.9; "
             f"did you mean {KIMI}") in result.stdout
+
+
+# ------------------------------------------------------- a file, the version, since when
+
+WRAPPER = "WrapperForConditionalGeneration"
+
+
+def _traceback(model: str, folder: str = "/srv/site-packages") -> str:
+    return (
+        "Traceback (most recent call last):\n"
+        f'  File "{folder}/sglang/srt/speculative/eagle_worker.py", line 10, in __init__\n'
+        "    embed, head = self.target_worker.model_runner.model.get_embed_and_head()\n"
+        f"AttributeError: '{model}' object has no attribute 'get_embed_and_head'\n"
+    )
+
+
+@pytest.fixture
+def releases(make_git_repo: Callable[..., Path]) -> Path:
+    """The wrapper works in v1.0.0, breaks in v1.1.0, is fixed in v1.3.0; NewVL arrives
+    broken in v1.1.0."""
+    from sgl_trees import BASE, tree
+
+    fixed = BASE["models/wrapper.py"].replace(
+        "        self.language_model = LlamaForCausalLM(config)\n",
+        "        self.language_model = LlamaForCausalLM(config)\n\n"
+        "    def get_embed_and_head(self):\n"
+        "        return self.language_model.get_embed_and_head()\n\n"
+        "    def set_eagle3_layers_to_capture(self, layer_ids=None):\n"
+        "        return self.language_model.set_eagle3_layers_to_capture(layer_ids)\n")
+    new_vl = BASE["models/wrapper.py"].replace(WRAPPER, "NewVLForConditionalGeneration")
+    return make_git_repo({
+        "v1.0.0": tree({"models/wrapper.py": fixed}),
+        "v1.1.0": tree({"models/new_vl.py": new_vl}),
+        "v1.2.0": tree({"models/new_vl.py": new_vl}),
+        "v1.3.0": tree({"models/wrapper.py": fixed, "models/new_vl.py": new_vl}),
+    })
+
+
+def test_a_traceback_file_is_read_and_its_paths_give_the_version(
+    releases: Path, cli_run: Tracker, tmp_path: Path
+) -> None:
+    crash = tmp_path / "crash.log"
+    crash.write_text(_traceback(WRAPPER, "/opt/sglang-1.2.0/python"))
+    result = cli_run("triage", str(crash), "--repo", str(releases), "-a", "EAGLE3")
+    assert result.exit_code == 0, result.stderr
+    assert ("tracker: note: reading sglang v1.2.0 (from the traceback's file paths); "
+            "--at VERSION picks another") in result.stderr.splitlines()
+    assert f"{WRAPPER} · target model · models/wrapper.py · sglang v1.2.0" in result.stdout
+
+
+def test_triage_says_since_when_a_class_that_worked_is_broken(
+    releases: Path, cli_run: Tracker
+) -> None:
+    result = cli_run("triage", _traceback(WRAPPER), "--at", "v1.2.0", "--repo",
+                     str(releases), "-a", "EAGLE3")
+    assert result.exit_code == 0, result.stderr
+    assert ("  ✗ EAGLE3      broken · missing get_embed_and_head, set_eagle3_layers_to_capture"
+            " · since v1.1.0, where it broke · fixed in v1.3.0") in result.stdout.splitlines()
+
+
+def test_triage_says_since_when_a_new_class_is_broken(releases: Path, cli_run: Tracker) -> None:
+    result = cli_run("triage", "-", "--at", "v1.2.0", "--repo", str(releases), "-a",
+                     "EAGLE3", "--format", "json",
+                     input=_traceback("NewVLForConditionalGeneration"))
+    assert result.exit_code == 0, result.stderr
+    (check,) = json.loads(result.stdout)["checks"]
+    assert (check["broken_since"], check["broken_since_how"], check["fixed_in"]) == (
+        "v1.1.0", "added", "")
+
+
+def test_without_at_or_a_version_in_the_paths_the_latest_release_is_read_and_named(
+    releases: Path, cli_run: Tracker
+) -> None:
+    result = cli_run("triage", "-", "--repo", str(releases), "-a", "EAGLE3",
+                     input=_traceback(WRAPPER))
+    assert result.exit_code == 0, result.stderr
+    assert ("tracker: note: reading sglang v1.3.0 (the latest release: the traceback names "
+            "none); --at VERSION picks another") in result.stderr.splitlines()
+    assert f"→ {WRAPPER} provides get_embed_and_head at v1.3.0" in result.stdout

@@ -1,5 +1,6 @@
 """Fixture for queries/branches.scm: if statements, `and`/`or`, conditional expressions,
-`try:` with its handlers, and the test of `assert`."""
+`try:` with its handlers, the test of `assert`, and error messages (what `raise` raises,
+an `assert`'s message, a logging call's arguments)."""
 
 from __future__ import annotations
 
@@ -18,6 +19,9 @@ def init(self, server_args):
     except AttributeError:
         self.hot_token_id = None
     assert hasattr(self.target_worker.model_runner.model, "get_embed_and_head"), "no head"
+    if not self.capture:
+        raise ValueError(f"{self.model.__class__.__name__} captures nothing")
+    logger.warning("no aux hidden states in %s", self.model.config.name)
 """
 
 # The elif is not an if statement of its own: tracker.parse reads it from the `if`.
@@ -26,9 +30,20 @@ EXPECTED = [
     ("boolean.expression", "is_fa3_available() and not server_args.disable_fa3", 8),
     ("boolean.left", "is_fa3_available()", 8),
     ("boolean.right", "not server_args.disable_fa3", 8),
+    ("if.condition", "not self.capture", 15),
     ("if.condition", 'server_args.speculative_algorithm == "EAGLE3"', 2),
+    ("if.consequence", 'raise ValueError(f"{self.model.__class__.__name__} captures nothing")',
+     16),
     ("if.consequence", "self.capture = True", 3),
+    ("if.statement", "if not self.capture:…raise ValueError(f\"{self.model.__class__.__name__} "
+     "captures nothing\")", 15),
     ("if.statement", 'if server_args.speculative_algorithm == "EAGLE3":…self.capture = None', 2),
+    ("message.asserted", '"no head"', 14),
+    ("message.level", "warning", 17),
+    ("message.logged", '("no aux hidden states in %s", self.model.config.name)', 17),
+    ("message.logger", "logger", 17),
+    ("message.raised", 'raise ValueError(f"{self.model.__class__.__name__} captures nothing")',
+     16),
     ("ternary.expression", '"fa3" if use_fa3 else "triton"', 9),
     ("try.body", "self.hot_token_id = self.draft_model_runner.model.get_hot_token_id()", 11),
     ("try.handler", "except AttributeError:…self.hot_token_id = None", 12),
@@ -71,3 +86,16 @@ def test_loops_with_blocks_and_try_finally_are_not_branches(captures) -> None:
 
 def test_the_fixture_exercises_every_capture_of_the_query(capture_names) -> None:
     assert {name for name, _, _ in EXPECTED} == capture_names("branches")
+
+
+def test_only_the_logging_methods_of_a_logger_take_a_message(captures) -> None:
+    source = """\
+    logger.setLevel(self.model.level)
+    report.warning(self.model.name)
+    self.logger.info(self.model.name)
+    """
+    assert captures("branches", source) == [
+        ("message.level", "info", 3),
+        ("message.logged", "(self.model.name)", 3),
+        ("message.logger", "self.logger", 3),
+    ]

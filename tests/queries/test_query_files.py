@@ -16,7 +16,7 @@ from tracker.resources import queries_dir
 VOCABULARY = frozenset({
     "class", "function", "definition", "call", "read", "assign", "import", "return",
     "if", "boolean", "ternary", "try", "assert", "write", "unpack", "loop", "local",
-    "forward",
+    "forward", "message",
 })
 # `@subject.part`: two snake_case words joined by one dot.
 CAPTURE_SHAPE = re.compile(r"^[a-z]+\.[a-z]+(?:_[a-z]+)*$")

@@ -337,6 +337,30 @@ def test_a_full_disk_in_the_worker_processes_still_gives_the_answer(
     assert _files_under(cache_dir) == []
 
 
+def test_a_full_disk_under_the_template_cache_costs_speed_not_the_report(
+    sgl_dir: MakeDir, tmp_path: Path, cache_dir: Path, monkeypatch: pytest.MonkeyPatch,
+    caplog: pytest.LogCaptureFixture,
+) -> None:
+    import jinja2.bccache
+
+    args = ("interface", "local", "--source", f"dir:{sgl_dir()}", "-q")
+    expected = run_cli(*args, env={"TRACKER_CACHE_DIR": str(tmp_path / "healthy")})
+    assert expected.code == 0, expected.stderr
+
+    def disk_full(self: object, stream: object) -> None:
+        raise _disk_full()
+
+    # Where jinja2 writes a compiled template into its cache file.
+    monkeypatch.setattr(jinja2.bccache.Bucket, "write_bytecode", disk_full)
+    full = run_cli(*args)
+    assert full.code == 0, full.stderr
+    assert full.stdout == expected.stdout
+    assert _files_under(cache_dir / "templates") == []
+    warnings = [r.getMessage() for r in caplog.records if "template cache" in r.getMessage()]
+    assert len(warnings) == 1, warnings
+    assert "No space left on device" in warnings[0]
+
+
 # -- corrupt facts cache entries ------------------------------------------------------------------
 
 

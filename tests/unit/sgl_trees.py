@@ -6,6 +6,7 @@ from __future__ import annotations
 import textwrap
 from collections.abc import Mapping
 from dataclasses import dataclass
+from pathlib import Path
 
 from tracker.compat import Compat, build_compat
 from tracker.index import VersionIndex
@@ -240,3 +241,13 @@ def line_of(overrides: Mapping[str, str | None] | None, path: str, needle: str) 
         if needle in line:
             return number
     raise AssertionError(f"{needle!r} not in {path}")
+
+
+def write_tree(root: Path, overrides: Mapping[str, str | None] | None = None) -> Path:
+    """The tree written below `root` as a checkout (`python/sglang/srt/...`), for the
+    commands that read a directory (`--source dir:ROOT`); returns `root`."""
+    for path, text in tree(overrides).items():
+        target = root / path
+        target.parent.mkdir(parents=True, exist_ok=True)
+        target.write_text(text, encoding="utf-8")
+    return root

@@ -192,3 +192,42 @@ def test_the_algorithm_filter_keeps_only_that_algorithm() -> None:
     a, b = built(()), built(frozen({"speculative/eagle_worker.py": NEW_CALL}))
     changes = diff(a.interface, a.compat, b.interface, b.compat, ("EAGLE",)).changes
     assert {c.algorithm for c in changes} == {"EAGLE"}
+
+
+def test_an_arity_change_says_the_old_and_the_new_number_of_arguments() -> None:
+    old, new, _ = PAIRS["call_arity_changed"]
+    a, b = built(frozen(old)), built(frozen(new))
+    (change,) = diff(a.interface, a.compat, b.interface, b.compat, ("EAGLE3",)).changes
+    assert change.message == (
+        "set_eagle3_layers_to_capture on the target model is now called with 2 arguments "
+        "(was 1)"
+    )
+
+
+def test_a_new_class_lacking_what_its_inner_model_has_is_a_new_break() -> None:
+    a, b = built(()), built(frozen({"models/new_vl.py": NEW_WRAPPER}))
+    result = diff(a.interface, a.compat, b.interface, b.compat, ("EAGLE3",))
+    assert [c.subject for c in result.new_breaks] == ["NewVLForConditionalGeneration"]
+
+
+def test_a_new_class_that_like_its_siblings_never_supported_it_is_no_new_break() -> None:
+    # A class without an inner model, alone in its file: a model the algorithm never
+    # supported, not an oversight.
+    plain = (
+        "from torch import nn\n\n\n"
+        "class PlainForCausalLM(nn.Module):\n"
+        "    def forward(self, x):\n"
+        "        return x\n\n\n"
+        "EntryClass = PlainForCausalLM\n"
+    )
+    a, b = built(()), built(frozen({"models/plain.py": plain}))
+    result = diff(a.interface, a.compat, b.interface, b.compat, ("EAGLE3",))
+    assert [c.kind for c in result.changes] == ["model_wrapper_added_unsupported"]
+    assert result.new_breaks == []
+
+
+def test_a_wrapper_that_broke_is_a_new_break() -> None:
+    old, new, _ = PAIRS["model_wrapper_broke"]
+    a, b = built(frozen(old)), built(frozen(new))
+    result = diff(a.interface, a.compat, b.interface, b.compat, ("EAGLE3",))
+    assert {c.subject for c in result.new_breaks} == {"LlamaForCausalLM"}

@@ -360,3 +360,60 @@ def test_the_cuda_graph_runner_asks_only_the_target_even_under_a_bare_eagle3_tes
     assert draft_embed is not None and draft_embed.sites[0].function == (
         "DecodeCudaGraphRunner.__init__"
     )
+
+
+# A worker that uses members every model has, reads others only to word its errors, and
+# both probes and calls one member.
+_RUNNER_WITH_MESSAGES = '''
+from sglang.srt.speculative.spec_info import SpeculativeAlgorithm
+
+
+class ModelRunner:
+    def __init__(self, server_args, is_draft_worker=False):
+        self.is_draft_worker = is_draft_worker
+        self.spec_algorithm = SpeculativeAlgorithm.from_string(server_args.algo)
+        self.eagle_use_aux_hidden_state = False
+        if self.spec_algorithm.is_eagle3() and not self.is_draft_worker:
+            self.eagle_use_aux_hidden_state = True
+        self.model = server_args.load()
+        if self.eagle_use_aux_hidden_state:
+            if hasattr(self.model, "set_eagle3_layers_to_capture"):
+                self.model.set_eagle3_layers_to_capture([1, 2])
+            else:
+                raise ValueError(
+                    f"{self.model.__class__.__name__} cannot capture: {self.model.config.arch}"
+                )
+            for _name, module in self.model.named_modules():
+                logger.info("capturing %s in %s", module, self.model.capture_state)
+
+    def forward(self, batch):
+        return self.model.forward(batch)
+'''
+
+
+def test_members_every_model_has_are_never_requirements() -> None:
+    itf = build({"model_executor/model_runner.py": _RUNNER_WITH_MESSAGES}).interface
+    named = {r.member for r in itf.requirements}
+    assert "__class__" not in named
+    assert "named_modules" not in named
+
+
+def test_what_an_error_message_or_a_log_line_reads_is_not_a_requirement() -> None:
+    itf = build({"model_executor/model_runner.py": _RUNNER_WITH_MESSAGES}).interface
+    named = {r.member for r in itf.requirements}
+    assert "config" not in named  # only in the raised error's text
+    assert "capture_state" not in named  # only in a log line
+    # The call the message is about is still a requirement.
+    assert req(itf, "EAGLE3", "target", "set_eagle3_layers_to_capture") is not None
+
+
+def test_a_member_both_probed_and_called_is_one_requirement_with_both_uses() -> None:
+    itf = build({"model_executor/model_runner.py": _RUNNER_WITH_MESSAGES}).interface
+    found = [r for r in itf.for_algorithm("EAGLE3", "target")
+             if r.member == "set_eagle3_layers_to_capture"]
+    assert len(found) == 1
+    (one,) = found
+    assert one.kind == "call" and one.arities == ("1",)
+    assert one.uses == ("call", "hasattr")
+    assert sorted(s.guard for s in one.sites) == ["hasattr", "hasattr"]
+

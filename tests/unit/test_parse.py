@@ -422,9 +422,9 @@ def test_annotated_and_augmented_assignments_are_assignments() -> None:
         width: int
         num_steps += 1
     """)
-    assert [(a.target, a.value) for a in module.assigns] == [
-        ("num_steps", Cond("other", "3")),
-        ("num_steps", Cond("other", "1")),
+    assert [(a.target, a.op, a.value) for a in module.assigns] == [
+        ("num_steps", "=", Cond("other", "3")),
+        ("num_steps", "+=", Cond("other", "1")),
     ]
 
 
@@ -481,6 +481,28 @@ def test_a_read_inside_a_branch_carries_the_branch() -> None:
     read = one(module.reads, name="hidden_states")
     assert read.context == Context(
         "forward", (is_(Cond("call", "batch.forward_mode.is_extend")),)
+    )
+
+
+def test_reads_and_calls_in_an_error_message_are_marked_as_in_a_message() -> None:
+    module = facts("""\
+    def configure(model, layer_ids):
+        assert layer_ids, f"no layers for {model.config.name}"
+        if hasattr(model, "set_dflash_layers_to_capture"):
+            model.set_dflash_layers_to_capture(layer_ids)
+        else:
+            raise ValueError(f"Model {model.__class__.__name__} captures nothing")
+        logger.info("captured by %s", model.describe())
+    """)
+    in_message = sorted((r.name, r.line) for r in module.reads if r.context.in_message)
+    assert in_message == [("__class__", 6), ("__name__", 6), ("config", 2), ("name", 2)]
+    assert call(module, "describe").context.in_message
+    assert not call(module, "set_dflash_layers_to_capture").context.in_message
+    assert not call(module, "hasattr").context.in_message
+    # The conditions around a message still hold for what is in it.
+    raised = one(module.reads, name="__class__").context
+    assert raised.branches == (
+        isnt(Cond("call", "hasattr", (ref("model"), Cond("str", "set_dflash_layers_to_capture")))),
     )
 
 
