@@ -83,7 +83,7 @@ def test_a_class_with_every_member_whose_contract_breaks_is_a_contract_break_eve
 def test_the_diff_text_names_the_rule_and_both_sites_not_missing_members() -> None:
     _a, _b, d = pair(OK, NO_PAIR)
     text = render("diff", "text", diff_document(d, "dir:/tree"))
-    assert "model wrappers · 1 broke," in text
+    assert "model wrappers · 1 new break (1 regression, 0 new classes)," in text
     assert f"  ✗ {MODEL} (broke) · aux-hidden-state contract\n" in text
     assert (
         f"      aux hidden states never returned: {MODEL}.forward unpacks hidden_states, "
@@ -117,7 +117,7 @@ def test_a_contract_fix_is_listed_as_fixed_with_the_rule_it_no_longer_breaks() -
     _a, _b, d = pair(NO_PAIR, OK)
     assert [c.kind for c in d.changes] == ["model_wrapper_contract_fixed"]
     text = render("diff", "text", diff_document(d, "dir:/tree"))
-    assert "0 broke, 0 new worth a look, 1 fixed," in text
+    assert "0 new breaks (0 regressions, 0 new classes), 1 fixed," in text
     assert (f"  ✓ fixed, the aux-hidden-state contract: {MODEL} "
             "(was: aux hidden states never returned)") in text
     md = render("diff", "md", diff_document(d, "dir:/tree"))
@@ -264,7 +264,8 @@ def test_check_shows_a_contract_it_could_not_follow_only_on_rows_it_shows() -> N
     assert (llama.status, llama.contract_unknown) == ("ok", "no forward to follow")
     doc = check_document(base.compat, checks, "v1", "v1", "dir:/tree")
     doc["requirements"] = {}
-    doc["explain_kinds"] = False  # as `tracker check` sets it
+    doc["explain_kinds"] = False  # as `tracker check` sets them
+    doc["fix_options"] = "--at v1"
     quiet = render("check", "text", {**doc, "show_all": False})
     assert "not followed" not in quiet
     shown = render("check", "text", {**doc, "show_all": True})

@@ -44,8 +44,9 @@ def diff_of(old: dict[str, str | None], new: dict[str, str | None]) -> dict[str,
 def test_a_site_moved_to_another_file_is_shown_as_moved_in_text() -> None:
     text = render("diff", "text", diff_of({}, MOVED))
     old_line = line_of(None, "speculative/eagle_worker.py", "get_embed_and_head()")
+    # The call column is as wide as its longest entry (set_eagle3_layers_to_capture(1)).
     assert (
-        "    target  required    get_embed_and_head(0)                        "
+        "    target  required    get_embed_and_head(0)           "
         f"speculative/spec_utils.py:2 (moved from speculative/eagle_worker.py:{old_line})"
     ) in text.splitlines()
 
