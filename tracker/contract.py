@@ -635,7 +635,10 @@ def _logits(c: _Contract, top: _Frame) -> list[ContractFinding]:
         below = [f for sub in frame.inner for f in _frames(sub)]
         if not any(_pair_return(c, f) for f in below):
             continue
-        aux = {n for e in c.effects(frame.fn) if e.kind == "unpack" and _WORD.fullmatch(e.value)
+        # The aux states are unpacked from a local (`h, aux = hidden_states`) or straight
+        # from the inner call (`h, aux = self.model(...)`, v0.4.x).
+        aux = {n for e in c.effects(frame.fn)
+               if e.kind == "unpack" and (_WORD.fullmatch(e.value) or e.value.endswith(")"))
                for n in e.text.split(",")[1:]}
         if aux and _mentions(call.args, aux):
             continue

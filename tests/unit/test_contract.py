@@ -169,3 +169,27 @@ def test_a_read_created_only_by_an_init_that_is_skipped_is_an_attribute_error() 
     assert [f.rule for f in contract_of(called, cls).findings] == [
         ContractRule.CAPTURE_STATE_MISMATCH.id
     ]
+
+
+# v0.4.x unpacks the pair straight from the inner call and passes the aux states on.
+UNPACK_FROM_CALL_WRAPPER = WRAPPER.replace(
+    """        hidden_states = self.model(input_ids)
+        aux_hidden_states = None
+        if self.capture_aux_hidden_states:
+            hidden_states, aux_hidden_states = hidden_states
+""",
+    """        aux_hidden_states = None
+        if self.capture_aux_hidden_states:
+            hidden_states, aux_hidden_states = self.model(input_ids)
+        else:
+            hidden_states = self.model(input_ids)
+""",
+)
+
+
+def test_aux_states_unpacked_straight_from_the_inner_call_reach_the_logits() -> None:
+    assert UNPACK_FROM_CALL_WRAPPER != WRAPPER
+    assert contract_of(DECODER + UNPACK_FROM_CALL_WRAPPER, "DecForCausalLM").findings == ()
+    dropped = UNPACK_FROM_CALL_WRAPPER.replace("batch, aux_hidden_states)", "batch)")
+    result = contract_of(DECODER + dropped, "DecForCausalLM")
+    assert {f.rule for f in result.findings} == {ContractRule.AUX_NOT_TO_LOGITS.id}
