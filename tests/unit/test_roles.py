@@ -63,3 +63,21 @@ def test_an_unknown_draft_model_key_is_an_error() -> None:
     text = SHIPPED.replace('any_generative = ["STANDALONE"]', 'any_generatve = ["STANDALONE"]')
     with pytest.raises(TrackerError, match=r"\[draft_models\]: unknown key 'any_generatve'"):
         rules_from_text(text.encode())
+
+
+@pytest.mark.parametrize(
+    ("name", "kind", "algorithms"),
+    [
+        ("LlamaForCausalLMEagle3", "draft", ("EAGLE3",)),
+        ("DeepseekV3ForCausalLMNextN", "draft", ("EAGLE",)),
+        # Drafts of FROZEN_KV_MTP (the server refuses them for EAGLE3), though they build
+        # a LogitsProcessor like any target.
+        ("Gemma4AssistantForCausalLM", "draft", ("FROZEN_KV_MTP",)),
+        ("Gemma4UnifiedAssistantForCausalLM", "draft", ("FROZEN_KV_MTP",)),
+        ("Gemma4ForCausalLM", "target", ()),
+    ],
+)
+def test_the_shipped_draft_name_rules_pick_the_draft_classes_and_their_algorithms(
+    name: str, kind: str, algorithms: tuple[str, ...]
+) -> None:
+    assert load_rules().model_kind_rule(name) == (kind, algorithms)
