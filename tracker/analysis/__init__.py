@@ -1,0 +1,1 @@
+"""Stage 3: facts to answers: the index, call graph, algorithms, roles, the interface each algorithm requires, and which model classes meet it."""

@@ -1,0 +1,1 @@
+"""Stage 4: analyses to comparisons: snapshots, the diff between two versions, the model matrix, and the workspace that builds and caches them."""
