@@ -19,12 +19,12 @@ from sgl_trees import (
     line_of,
 )
 
-from tracker.changelog import changelog_document
-from tracker.diff import Diff, diff
-from tracker.issues import Report, build_issues, fixed_reason
-from tracker.render import RenderOptions, check_document, diff_document, render
-from tracker.sarif import check_sarif
-from tracker.triage import parse_error, triage_document
+from tracker.compare.diff import Diff, diff
+from tracker.release.changelog import changelog_document
+from tracker.release.issues import Report, build_issues, fixed_reason
+from tracker.release.triage import parse_error, triage_document
+from tracker.render.documents import RenderOptions, check_document, diff_document, render
+from tracker.render.sarif import check_sarif
 
 DEC = "models/dec.py"
 MODEL = "DecForCausalLM"

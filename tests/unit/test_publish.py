@@ -8,9 +8,9 @@ from collections.abc import Iterator
 import pytest
 from fake_github import REPO, TOKEN, Canned, State, fake_github
 
-from tracker.errors import TrackerError
-from tracker.issues import IssueDoc, Report, fingerprint_marker
-from tracker.publish import GitHubClient, publish
+from tracker.common.errors import TrackerError
+from tracker.release.issues import IssueDoc, Report, fingerprint_marker
+from tracker.release.publish import GitHubClient, publish
 
 Server = tuple[str, State]
 

@@ -18,9 +18,9 @@ import re
 from dataclasses import dataclass, field
 from itertools import product
 
-from tracker.facts import Branch, Cond, ModuleFacts
-from tracker.index import VersionIndex, key
-from tracker.roles import RoleRules
+from tracker.analysis.index import VersionIndex, key
+from tracker.analysis.roles import RoleRules
+from tracker.extract.facts import Branch, Cond, ModuleFacts
 
 ROLES = ("target", "draft")
 Pair = tuple[str, str]

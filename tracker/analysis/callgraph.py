@@ -12,8 +12,8 @@ from __future__ import annotations
 from collections.abc import Iterable
 from typing import TYPE_CHECKING
 
-from tracker.facts import Assign, Call
-from tracker.index import VersionIndex, key, split_key
+from tracker.analysis.index import VersionIndex, key, split_key
+from tracker.extract.facts import Assign, Call
 
 if TYPE_CHECKING:
     import networkx as nx

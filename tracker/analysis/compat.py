@@ -15,12 +15,12 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 
-from tracker.contract import SETTER, ContractFinding, check_contract
-from tracker.externals import EMPTY_BASES, ExternalBases, bases_for
-from tracker.index import ClassInfo, Resolution, VersionIndex, key
-from tracker.interface import Interface
-from tracker.kinds import KindFinder
-from tracker.roles import RoleRules, load_rules
+from tracker.analysis.contract import SETTER, ContractFinding, check_contract
+from tracker.analysis.externals import EMPTY_BASES, ExternalBases, bases_for
+from tracker.analysis.index import ClassInfo, Resolution, VersionIndex, key
+from tracker.analysis.interface import Interface
+from tracker.analysis.kinds import KindFinder
+from tracker.analysis.roles import RoleRules, load_rules
 
 # What every Python object has, from `object` itself.
 OBJECT_MEMBERS = frozenset(
@@ -83,7 +83,7 @@ class ModelCheck:
     unknown: tuple[str, ...] = ()
     provisions: tuple[Provision, ...] = ()
     delegations: tuple[Delegation, ...] = ()
-    # EAGLE3's aux-hidden-state contract (tracker.contract), for a target that provides
+    # EAGLE3's aux-hidden-state contract (tracker.analysis.contract), for a target that provides
     # the members: a finding makes the check "broken"; why it could not be followed.
     contract: tuple[ContractFinding, ...] = ()
     contract_unknown: str = ""
@@ -91,7 +91,7 @@ class ModelCheck:
     # Why a class is checked in a role its kind does not imply: the algorithm loads
     # generative classes as drafts (the interface's evidence), or the user asked for it.
     role_evidence: str = ""
-    # Why the user accepts this break (tracker.accepted), "" when not accepted: set after
+    # Why the user accepts this break (tracker.compare.accepted), "" when not accepted: set after
     # the analysis, never stored in a snapshot.
     accepted: str = ""
 

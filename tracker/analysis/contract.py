@@ -20,8 +20,8 @@ from collections import defaultdict
 from dataclasses import dataclass, field, replace
 from enum import Enum
 
-from tracker.facts import Effect, FunctionDef, Return
-from tracker.index import VersionIndex, key, split_key
+from tracker.analysis.index import VersionIndex, key, split_key
+from tracker.extract.facts import Effect, FunctionDef, Return
 
 SETTER = "set_eagle3_layers_to_capture"
 LOGITS = "self.logits_processor"

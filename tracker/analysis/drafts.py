@@ -13,10 +13,10 @@ import re
 from collections.abc import Mapping
 from dataclasses import dataclass
 
-from tracker.algorithms import Algorithms
-from tracker.facts import Branch, Call, Cond
-from tracker.index import VersionIndex, key
-from tracker.roles import DraftModelRules
+from tracker.analysis.algorithms import Algorithms
+from tracker.analysis.index import VersionIndex, key
+from tracker.analysis.roles import DraftModelRules
+from tracker.extract.facts import Branch, Call, Cond
 from tracker.sources.base import SRT_PREFIX
 
 # Modes, in the words the outputs use.

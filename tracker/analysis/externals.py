@@ -17,8 +17,8 @@ from typing import Any
 
 from packaging.version import InvalidVersion, Version
 
-from tracker.errors import TrackerError
-from tracker.resources import data_file
+from tracker.common.errors import TrackerError
+from tracker.common.resources import data_file
 from tracker.sources.base import Pins
 
 SCHEMA = "sglang-tracker/external-bases@1"

@@ -13,7 +13,7 @@ from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
 from functools import cached_property
 
-from tracker.facts import Assign, ClassDef, Forward, FunctionDef, Import, ModuleFacts, Param
+from tracker.extract.facts import Assign, ClassDef, Forward, FunctionDef, Import, ModuleFacts, Param
 from tracker.sources.base import Pins
 
 TORCH_MODULE = "torch.nn.Module"

@@ -17,12 +17,12 @@ from collections import defaultdict
 from collections.abc import Iterable
 from dataclasses import dataclass, field
 
-from tracker.algorithms import Algorithms, Pair, discover, worker_roots
-from tracker.callgraph import CallGraph
-from tracker.drafts import DraftModels, draft_models
-from tracker.facts import Branch, Call, Context, FunctionDef, ModuleFacts, Read
-from tracker.index import VersionIndex, key, split_key
-from tracker.roles import ReceiverRule, RoleRules, load_rules
+from tracker.analysis.algorithms import Algorithms, Pair, discover, worker_roots
+from tracker.analysis.callgraph import CallGraph
+from tracker.analysis.drafts import DraftModels, draft_models
+from tracker.analysis.index import VersionIndex, key, split_key
+from tracker.analysis.roles import ReceiverRule, RoleRules, load_rules
+from tracker.extract.facts import Branch, Call, Context, FunctionDef, ModuleFacts, Read
 
 STATUS_ORDER = {"required": 0, "conditional": 1, "optional": 2}
 
@@ -364,7 +364,7 @@ def _mentions_hasattr(
     scope: str,
     line: int,
 ) -> bool:
-    from tracker.facts import Cond
+    from tracker.extract.facts import Cond
 
     assert isinstance(test, Cond)
     if test.op == "and":

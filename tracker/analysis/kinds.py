@@ -13,8 +13,8 @@ import re
 from dataclasses import dataclass, field
 from typing import NamedTuple
 
-from tracker.index import VersionIndex
-from tracker.roles import MODEL_KINDS, RoleRules
+from tracker.analysis.index import VersionIndex
+from tracker.analysis.roles import MODEL_KINDS, RoleRules
 from tracker.sources.base import SRT_PREFIX
 
 POOLING_KINDS = frozenset({"embedding", "reward", "classification"})

@@ -16,8 +16,8 @@ from __future__ import annotations
 
 from collections.abc import Callable
 
-from tracker.factstore import Progress, load_facts, recent
-from tracker.index import VersionIndex
+from tracker.analysis.index import VersionIndex
+from tracker.extract.store import Progress, load_facts, recent
 from tracker.sources.base import SRT_PREFIX, VersionTree
 
 SEED_DIRS = ("speculative/", "model_executor/", "models/")

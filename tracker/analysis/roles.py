@@ -11,8 +11,8 @@ from dataclasses import dataclass, field
 from functools import cache
 from typing import Any
 
-from tracker.errors import TrackerError
-from tracker.resources import queries_dir
+from tracker.common.errors import TrackerError
+from tracker.common.resources import queries_dir
 
 
 @dataclass(frozen=True)

@@ -8,27 +8,28 @@ from typing import TYPE_CHECKING, Any
 
 import click
 
-from tracker.cli import (
+from tracker.cli.options import (
     ALGORITHM_HELP,
     Failed,
-    _config_option,
-    _emit,
-    _flush_warnings,
-    _format_option,
-    _pick_algorithms,
-    _render_options,
-    _source_options,
-    _warn_unknown_accepted,
+    algorithms_option,
+    config_option,
+    emit,
+    flush_warnings,
+    format_option,
+    pick_algorithms,
+    rendering_options,
+    source_options,
     suggest,
+    warn_unknown_accepted,
 )
-from tracker.errors import TrackerError
+from tracker.common.errors import TrackerError
 
 if TYPE_CHECKING:
-    from tracker.app import Workspace
-    from tracker.compat import Compat, ModelCheck
-    from tracker.index import VersionIndex
-    from tracker.interface import Interface
-    from tracker.render import RenderOptions
+    from tracker.analysis.compat import Compat, ModelCheck
+    from tracker.analysis.index import VersionIndex
+    from tracker.analysis.interface import Interface
+    from tracker.compare.workspace import Workspace
+    from tracker.render.documents import RenderOptions
 
 KIND_CHOICE = click.Choice(["target", "draft", "all"])
 
@@ -39,7 +40,7 @@ def _kinds(kind: str) -> tuple[str, ...]:
 
 @click.command()
 @click.argument("version", required=False)
-@click.option("-a", "--algorithm", "algorithms", multiple=True, help=ALGORITHM_HELP)
+@algorithms_option
 @click.option("-m", "--model", "models", multiple=True, help="Only this entry class (repeatable).")
 @click.option(
     "--kind",
@@ -80,10 +81,10 @@ def _kinds(kind: str) -> tuple[str, ...]:
     type=click.Choice(["broken", "unknown"]),
     help="Exit 1 when a selected model is broken (or broken or unknown).",
 )
-@_source_options
-@_config_option
-@_format_option("text", "md", "json", "sarif")
-@_render_options
+@source_options
+@config_option
+@format_option("text", "md", "json", "sarif")
+@rendering_options
 def check(
     version: str | None,
     algorithms: tuple[str, ...],
@@ -105,9 +106,9 @@ def check(
     and as the draft where the algorithm loads such classes as its draft (`--kind draft`
     or `all` shows those rows); a draft class as the draft of its algorithms. `--role`
     checks the named classes in one role, whatever their kind."""
-    from tracker.compat import build_compat
-    from tracker.render import check_document, render
-    from tracker.sarif import check_sarif
+    from tracker.analysis.compat import build_compat
+    from tracker.render.documents import check_document, render
+    from tracker.render.sarif import check_sarif
 
     req_spec = requirements_spec or version
     mod_spec = models_spec or version
@@ -129,8 +130,8 @@ def check(
         compat = ws.mark(build_compat(analysis.index, req_snap.interface))
         models_version = mod_spec if mversion == "local" else mversion
         fix_options = ws.fix_options(msrc, mversion, ws.version_arg(rsrc, rversion))
-    chosen = _pick_algorithms(req_snap.interface.algorithms, algorithms)
-    _warn_unknown_accepted(ws, req_snap.interface.algorithms)
+    chosen = pick_algorithms(req_snap.interface.algorithms, algorithms)
+    warn_unknown_accepted(ws, req_snap.interface.algorithms)
     known = {e.name for e in compat.entries}
     for name in models:
         if name not in known:
@@ -153,13 +154,13 @@ def check(
     doc["show_all"] = show_all or bool(models)
     doc["explain_kinds"] = explain_kinds
     doc["fix_options"] = fix_options
-    _flush_warnings(ws)
+    flush_warnings(ws)
     if fmt == "sarif":
-        from tracker.render import to_json
+        from tracker.render.documents import to_json
 
-        _emit(to_json(check_sarif(doc, render_options)))
+        emit(to_json(check_sarif(doc, render_options)))
     else:
-        _emit(render("check", fmt, doc, replace(render_options, show_all=show_all)))
+        emit(render("check", fmt, doc, replace(render_options, show_all=show_all)))
     bad = {"broken"} if fail_on == "broken" else {"broken", "unknown"} if fail_on else set()
     # Accepted breaks (tracker.toml) are reported above but fail nothing.
     if any(c.status in bad and not c.accepted for c in selected):
@@ -199,7 +200,7 @@ def _in_role(
 ) -> list[ModelCheck]:
     """The named classes checked in `role` for each algorithm: the check the analysis
     made where there is one, else a new one (which needs the version's index)."""
-    from tracker.compat import Needs, check_entry
+    from tracker.analysis.compat import Needs, check_entry
 
     entries = {e.name: e for e in compat.entries}
     out: list[ModelCheck] = []
@@ -218,7 +219,7 @@ def _in_role(
 
 
 def _required_sites(itf: Any, algorithms: tuple[str, ...]) -> dict[str, Any]:
-    from tracker.render import site_doc
+    from tracker.render.documents import site_doc
 
     out: dict[str, dict[str, dict[str, Any]]] = {}
     for r in itf.requirements:
@@ -243,10 +244,10 @@ def _required_sites(itf: Any, algorithms: tuple[str, ...]) -> dict[str, Any]:
     "generative class the algorithm may load as its draft), or both.",
 )
 @click.option("--events-only", is_flag=True, help="Only the events, not the grid.")
-@_source_options
-@_config_option
-@_format_option("text", "md", "json")
-@_render_options
+@source_options
+@config_option
+@format_option("text", "md", "json")
+@rendering_options
 def matrix(
     range_spec: str,
     algorithm: str,
@@ -258,8 +259,8 @@ def matrix(
 ) -> None:
     """Models x versions over RANGE (ok / broken / unknown / n/a / absent), and the events:
     first appearance, broke, fixed, removed."""
-    from tracker.matrix import build_matrix
-    from tracker.render import accepted_rows, matrix_document, render
+    from tracker.compare.matrix import build_matrix
+    from tracker.render.documents import accepted_rows, matrix_document, render
 
     snaps = ws.snapshots(range_spec)
     name = algorithm.upper()
@@ -272,18 +273,18 @@ def matrix(
     accepted = accepted_rows((s.compat for s in snaps), (name,), _kinds(kind))
     if accepted:  # the cells hold a status only: accepted breaks are listed apart
         doc["accepted"] = accepted
-    _flush_warnings(ws)
-    _emit(render("matrix", fmt, doc, render_options))
+    flush_warnings(ws)
+    emit(render("matrix", fmt, doc, render_options))
 
 
 @click.command()
 @click.argument("model")
 @click.argument("range_spec", metavar="[RANGE]", required=False)
-@click.option("-a", "--algorithm", "algorithms", multiple=True, help=ALGORITHM_HELP)
-@_source_options
-@_config_option
-@_format_option("text", "md", "json")
-@_render_options
+@algorithms_option
+@source_options
+@config_option
+@format_option("text", "md", "json")
+@rendering_options
 def history(
     model: str,
     range_spec: str | None,
@@ -293,8 +294,8 @@ def history(
     render_options: RenderOptions,
 ) -> None:
     """One model's events across releases (default: every release the source has)."""
-    from tracker.matrix import build_matrix
-    from tracker.render import accepted_rows, history_document, render
+    from tracker.compare.matrix import build_matrix
+    from tracker.render.documents import accepted_rows, history_document, render
 
     spec = range_spec or _full_range(ws)
     snaps = ws.snapshots(spec)
@@ -303,7 +304,7 @@ def history(
         hint = suggest(model, sorted(present))
         raise TrackerError(f"no version in {spec} registers {model}{hint}")
     names = tuple(dict.fromkeys(a for s in snaps for a in s.interface.algorithms))
-    chosen = _pick_algorithms(names, algorithms)
+    chosen = pick_algorithms(names, algorithms)
     kinds = (present[model],)
     before, starts = _release_before(ws, snaps[0].version)
     matrices = [build_matrix(snaps, a, kinds, before, starts) for a in chosen]
@@ -311,8 +312,8 @@ def history(
     accepted = accepted_rows((s.compat for s in snaps), chosen, model=model)
     if accepted:
         doc["accepted"] = accepted
-    _flush_warnings(ws)
-    _emit(render("history", fmt, doc, render_options))
+    flush_warnings(ws)
+    emit(render("history", fmt, doc, render_options))
 
 
 def _release_before(ws: Workspace, first: str) -> tuple[Any, bool]:
@@ -331,7 +332,7 @@ def _release_before(ws: Workspace, first: str) -> tuple[Any, bool]:
 
 
 def _full_range(ws: Any) -> str:
-    from tracker.app import shipped_versions
+    from tracker.compare.workspace import shipped_versions
 
     try:
         known = ws.source.versions()
@@ -360,7 +361,7 @@ def _full_range(ws: Any) -> str:
     type=click.Path(dir_okay=False, path_type=Path),
     help="Write the patch to this file instead of stdout.",
 )
-@_source_options
+@source_options
 def fix(
     model: str,
     version: str,
@@ -371,8 +372,8 @@ def fix(
 ) -> None:
     """A unified diff that adds to MODEL the members its inner model provides and the
     algorithm requires (apply with `git apply` or `patch -p1`)."""
-    from tracker.compat import build_compat, class_key_for
-    from tracker.fixpatch import build_patch
+    from tracker.analysis.compat import build_compat, class_key_for
+    from tracker.release.fixpatch import build_patch
 
     src, resolved = ws.resolve(version)
     analysis = ws.analyse(src, resolved)
@@ -381,7 +382,7 @@ def fix(
         interface = ws.snapshot(requirements_spec).interface
         compat = build_compat(analysis.index, interface)
     name = algorithm.upper()
-    _pick_algorithms(interface.algorithms, (name,))
+    pick_algorithms(interface.algorithms, (name,))
     found = compat.check_for(model, name)
     if found is None:
         raise TrackerError(f"{resolved} registers no entry class {model} checked for {name}")
@@ -409,7 +410,7 @@ def fix(
             "the patch does not add them",
             err=True,
         )
-    _emit(patch.diff, output)
+    emit(patch.diff, output)
 
 
 @click.command()
@@ -422,8 +423,8 @@ def fix(
 @click.option(
     "-m", "--model", "model", help="Also how this entry class provides it, and its contract."
 )
-@_source_options
-@_format_option("text", "json")
+@source_options
+@format_option("text", "json")
 def why(
     name: str,
     version: str,
@@ -436,11 +437,11 @@ def why(
     """Why ALGORITHM needs MEMBER at VERSION: each site, its condition, and the call path
     from the algorithm's worker to it. Given an entry CLASS instead (or -m CLASS): how it
     provides each member, and whether it keeps EAGLE3's aux-hidden-state contract."""
-    from tracker.render import check_doc, requirement_doc, to_json
+    from tracker.render.documents import check_doc, requirement_doc, to_json
 
     snap = ws.snapshot(version)
     alg = algorithm.upper()
-    _pick_algorithms(snap.interface.algorithms, (alg,))
+    pick_algorithms(snap.interface.algorithms, (alg,))
     registered = sorted(e.name for e in snap.compat.entries)
     member: str | None = name
     if name in registered and model is None:
@@ -462,7 +463,7 @@ def why(
         assert check is not None
         checked = {p.member for p in check.provisions}
         reqs = [r for r in snap.interface.for_algorithm(alg, check.role) if r.member in checked]
-    _flush_warnings(ws)
+    flush_warnings(ws)
     if fmt == "json":
         doc: dict[str, Any] = {"schema": "sglang-tracker/why@1", "version": snap.version,
                                "algorithm": alg}
@@ -471,12 +472,12 @@ def why(
         if check is not None:
             doc.update(model=check.model, check=check_doc(check))
         doc["requirements"] = [requirement_doc(r) for r in reqs]
-        _emit(to_json(doc))
+        emit(to_json(doc))
         return
     lines = _why_member_lines(snap, alg, member, reqs) if member is not None else []
     if check is not None:
         lines += _why_model_lines(check, reqs, snap.version)
-    _emit("\n".join(lines) + "\n")
+    emit("\n".join(lines) + "\n")
 
 
 def _why_member_lines(snap: Any, alg: str, member: str, reqs: list[Any]) -> list[str]:
@@ -507,7 +508,7 @@ _HOW = {"defined": "defined in", "inherited": "inherited from", "attribute": "se
 def _why_model_lines(check: Any, reqs: list[Any], version: str) -> list[str]:
     """How the class provides each member it is checked for, then its aux-hidden-state
     contract: each finding with its sites, what serving it does and what a fix must do."""
-    from tracker.contract import SETTER, ContractRule
+    from tracker.analysis.contract import SETTER, ContractRule
 
     sites = {r.member: r.sites[0] for r in reqs if r.role == check.role}
     other = f" --algorithm {check.algorithm}" if check.algorithm != "EAGLE3" else ""

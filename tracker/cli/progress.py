@@ -8,7 +8,7 @@ from typing import Any
 
 import click
 
-from tracker.app import Reporter
+from tracker.compare.workspace import Reporter
 
 
 class CliReporter(Reporter):

@@ -9,53 +9,36 @@ from __future__ import annotations
 
 import re
 import sys
-from collections.abc import Callable, Iterator
+from collections.abc import Iterator
 from dataclasses import replace
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, TypeVar
+from typing import TYPE_CHECKING, Any
 
 import click
 
-from tracker.cli import (
-    ALGORITHM_HELP,
-    _config_option,
-    _describe,
-    _emit,
-    _flush_warnings,
-    _pick_algorithms,
-    _render_options,
-    _reverse_option,
-    _source_options,
-    _warn_unknown_accepted,
+from tracker.cli.options import (
+    algorithms_option,
     check_order,
+    config_option,
+    describe_snapshot,
+    emit,
+    flush_warnings,
+    format_option,
+    pick_algorithms,
+    rendering_options,
+    reverse_option,
+    source_options,
+    warn_unknown_accepted,
 )
-from tracker.errors import SourceError, TrackerError
-
-F = TypeVar("F", bound=Callable[..., Any])
+from tracker.common.errors import SourceError, TrackerError
 
 if TYPE_CHECKING:
-    from tracker.app import Workspace
-    from tracker.compat import Compat
-    from tracker.diff import Change
-    from tracker.render import RenderOptions
+    from tracker.analysis.compat import Compat
+    from tracker.compare.diff import Change
+    from tracker.compare.workspace import Workspace
+    from tracker.release.watch import ReleaseOutcome, Sink
+    from tracker.render.documents import RenderOptions
     from tracker.sources.base import Source
-    from tracker.watch import ReleaseOutcome, Sink
-
-
-def _algorithm_option(func: F) -> F:
-    return click.option("-a", "--algorithm", "algorithms", multiple=True, help=ALGORITHM_HELP)(func)
-
-
-def _choice_format(*choices: str) -> Callable[[F], F]:
-    # cli._format_option defaults to text, which these commands do not all have.
-    return click.option(
-        "--format",
-        "fmt",
-        type=click.Choice(choices),
-        default=choices[0],
-        show_default=True,
-        help="Output format.",
-    )
 
 
 def _pair(
@@ -67,8 +50,8 @@ def _pair(
     check_order(oversion, nversion, reverse)
     a, b = ws.snapshot_of(osrc, oversion), ws.snapshot_of(nsrc, nversion)
     available = tuple(dict.fromkeys(a.interface.algorithms + b.interface.algorithms))
-    chosen = _pick_algorithms(available, algorithms)
-    _warn_unknown_accepted(ws, available)
+    chosen = pick_algorithms(available, algorithms)
+    warn_unknown_accepted(ws, available)
     return a, b, nsrc, chosen
 
 
@@ -78,7 +61,7 @@ def _pair(
 @click.command()
 @click.argument("old")
 @click.argument("new")
-@_algorithm_option
+@algorithms_option
 @click.option(
     "--all",
     "show_all",
@@ -91,11 +74,11 @@ def _pair(
     type=click.Path(dir_okay=False, path_type=Path),
     help="Write the appendix to this file instead of stdout.",
 )
-@_reverse_option
-@_source_options
-@_config_option
-@_choice_format("md", "json")
-@_render_options
+@reverse_option
+@source_options
+@config_option
+@format_option("md", "json")
+@rendering_options
 def changelog(
     old: str,
     new: str,
@@ -109,16 +92,16 @@ def changelog(
 ) -> None:
     """A markdown appendix for release notes: "Speculative decoding interface changes"
     from OLD to NEW, every site linked at its tag."""
-    from tracker.changelog import changelog_document
-    from tracker.diff import diff
-    from tracker.render import render
+    from tracker.compare.diff import diff
+    from tracker.release.changelog import changelog_document
+    from tracker.render.documents import render
 
     a, b, nsrc, chosen = _pair(ws, old, new, algorithms, reverse)
     result = diff(a.interface, a.compat, b.interface, b.compat, chosen)
-    doc = changelog_document(result, b.interface, b.compat, _describe(ws, b, fmt), show_all)
+    doc = changelog_document(result, b.interface, b.compat, describe_snapshot(ws, b, fmt), show_all)
     doc["fix_options"] = ws.fix_options(nsrc, b.version)
-    _flush_warnings(ws)
-    _emit(render("changelog", fmt, doc, replace(render_options, show_all=show_all)), output)
+    flush_warnings(ws)
+    emit(render("changelog", fmt, doc, replace(render_options, show_all=show_all)), output)
 
 
 # ------------------------------------------------------------------------- issues
@@ -127,18 +110,18 @@ def changelog(
 @click.command()
 @click.argument("old")
 @click.argument("new")
-@_algorithm_option
+@algorithms_option
 @click.option(
     "--out",
     "out_dir",
     type=click.Path(file_okay=False, path_type=Path),
     help="Write one .md file per issue and an issues.json index here.",
 )
-@_reverse_option
-@_source_options
-@_config_option
-@_choice_format("md", "json")
-@_render_options
+@reverse_option
+@source_options
+@config_option
+@format_option("md", "json")
+@rendering_options
 def issues(
     old: str,
     new: str,
@@ -151,13 +134,13 @@ def issues(
 ) -> None:
     """The issues to file for OLD → NEW: one per newly broken (model, algorithm) and one
     per target member newly required or removed, each with a stable fingerprint."""
-    from tracker.issues import as_markdown, issues_document
-    from tracker.render import to_json
-    from tracker.watch import DirSink, accepted_between, issues_between
+    from tracker.release.issues import as_markdown, issues_document
+    from tracker.release.watch import DirSink, accepted_between, issues_between
+    from tracker.render.documents import to_json
 
     a, b, nsrc, chosen = _pair(ws, old, new, algorithms, reverse)
     docs = issues_between(ws, nsrc, a, b, chosen, render_options)
-    _flush_warnings(ws)
+    flush_warnings(ws)
     _note_accepted(accepted_between(a, b, chosen))
     if out_dir is not None:
         DirSink(out_dir, overwrite=True).write(docs)
@@ -167,11 +150,11 @@ def issues(
         )
         return
     if fmt == "json":
-        _emit(to_json(issues_document(docs, a.version, b.version, _describe(ws, b, 'json'))))
+        emit(to_json(issues_document(docs, a.version, b.version, describe_snapshot(ws, b, 'json'))))
         return
     if not docs:
         click.echo(f"tracker: nothing to file for {a.version} → {b.version}", err=True)
-    _emit(as_markdown(docs))
+    emit(as_markdown(docs))
 
 
 def _note_accepted(changes: list[Change]) -> None:
@@ -184,8 +167,8 @@ def _note_accepted(changes: list[Change]) -> None:
 
 
 @click.command()
-@_source_options
-@_config_option
+@source_options
+@config_option
 @click.option(
     "--state",
     "state_path",
@@ -210,7 +193,7 @@ def _note_accepted(changes: list[Change]) -> None:
     metavar="URL",
     help="GitHub API base URL (GITHUB_API_URL; default https://api.github.com).",
 )
-@_algorithm_option
+@algorithms_option
 @click.option(
     "--since",
     metavar="VERSION",
@@ -224,8 +207,8 @@ def _note_accepted(changes: list[Change]) -> None:
     help="Print what would be filed, commented and closed; send no write request, write "
     "no file, leave the state file as it is.",
 )
-@_choice_format("text", "json")
-@_render_options
+@format_option("text", "json")
+@rendering_options
 def watch(
     ws: Workspace,
     state_path: Path | None,
@@ -252,22 +235,22 @@ def watch(
     import contextlib
     import os
 
-    from tracker.watch import run_watch
+    from tracker.release.watch import run_watch
 
     if (out_dir is None) == (post is None):
         raise TrackerError("give exactly one of --out DIR and --post OWNER/REPO")
     with contextlib.ExitStack() as stack:
         sink: Sink
         if post is not None:
-            from tracker.publish import TOKEN_ENV, GitHubClient
-            from tracker.watch import GitHubSink
+            from tracker.release.publish import TOKEN_ENV, GitHubClient
+            from tracker.release.watch import GitHubSink
 
             client = stack.enter_context(
                 GitHubClient(post, os.environ.get(TOKEN_ENV), api_url, read_only=dry_run)
             )
             sink = GitHubSink(client)
         else:
-            from tracker.watch import DirSink
+            from tracker.release.watch import DirSink
 
             assert out_dir is not None
             sink = DirSink(out_dir)
@@ -292,11 +275,11 @@ def watch(
             note=note,
             dry_run=dry_run,
         )
-    _flush_warnings(ws)
+    flush_warnings(ws)
     if fmt == "json":
-        from tracker.render import to_json
+        from tracker.render.documents import to_json
 
-        _emit(
+        emit(
             to_json(
                 {
                     "schema": "sglang-tracker/watch@1",
@@ -324,7 +307,7 @@ def watch(
 
 
 def _default_state(source: str, destination: str) -> Path:
-    from tracker.cachedir import cache_root
+    from tracker.common.cachedir import cache_root
 
     slug = re.sub(r"[^A-Za-z0-9_.-]+", "_", f"{source}--{destination}").strip("_")
     return cache_root() / "watch" / f"{slug[-150:]}.json"
@@ -365,7 +348,7 @@ def _outcome_text(outcome: ReleaseOutcome, dry_run_on: str | None = None) -> str
     help="The version the error happened on (default: the one the traceback's file paths "
     "name, else the latest release).",
 )
-@_algorithm_option
+@algorithms_option
 @click.option(
     "--until", metavar="VERSION", help="Look for the fixing release no further than this one."
 )
@@ -374,9 +357,9 @@ def _outcome_text(outcome: ReleaseOutcome, dry_run_on: str | None = None) -> str
     help="The entry class that was served (an unpack error names none; an AttributeError "
     "may name its inner class).",
 )
-@_source_options
-@_choice_format("text", "json")
-@_render_options
+@source_options
+@format_option("text", "json")
+@rendering_options
 def triage(
     message: str,
     version: str | None,
@@ -393,8 +376,8 @@ def triage(
     release and until which one it is broken, and the patch. Or "ValueError: too many
     values to unpack (expected 2)" from a forward (with -m CLASS): the aux-hidden-state
     contract finding behind it, its sites and the release that fixes it."""
-    from tracker.render import render
-    from tracker.triage import parse_error, triage_document
+    from tracker.release.triage import parse_error, triage_document
+    from tracker.render.documents import render
 
     text = _message_text(message)
     error = parse_error(text)
@@ -403,10 +386,10 @@ def triage(
         click.echo(f"tracker: note: reading sglang {resolved} ({origin}); "
                    "--at VERSION picks another", err=True)
     snap = ws.snapshot_of(src, resolved)
-    chosen = _pick_algorithms(snap.interface.algorithms, algorithms)
+    chosen = pick_algorithms(snap.interface.algorithms, algorithms)
 
     def patch_for(check: Any) -> dict[str, Any] | None:
-        from tracker.issues import patch_document
+        from tracker.release.issues import patch_document
 
         return patch_document(ws.analyse(src, resolved), check)
 
@@ -415,7 +398,7 @@ def triage(
         snap.interface,
         snap.compat,
         chosen,
-        _describe(ws, snap, fmt),
+        describe_snapshot(ws, snap, fmt),
         later=_later(ws, src, resolved, until),
         patch_for=patch_for,
         model=model,
@@ -423,8 +406,8 @@ def triage(
         fix_options=ws.fix_options(src, resolved),
     )
     doc["version_from"] = origin
-    _flush_warnings(ws)
-    _emit(render("triage", fmt, doc, render_options))
+    flush_warnings(ws)
+    emit(render("triage", fmt, doc, render_options))
 
 
 def _message_text(message: str) -> str:
@@ -444,7 +427,7 @@ def _message_text(message: str) -> str:
 def _triage_version(ws: Workspace, version: str | None, text: str) -> tuple[Source, str, str]:
     """(source, version, where the version came from): --at, else the traceback's file
     paths, else the latest release."""
-    from tracker.triage import version_in_paths
+    from tracker.release.triage import version_in_paths
 
     if version is not None:
         return (*ws.resolve(version), "--at")
@@ -454,7 +437,7 @@ def _triage_version(ws: Workspace, version: str | None, text: str) -> tuple[Sour
     try:
         return (*ws.resolve("latest"), "the latest release: the traceback names none")
     except SourceError:
-        from tracker.app import shipped_versions
+        from tracker.compare.workspace import shipped_versions
 
         shipped = shipped_versions()
         if ws.source.kind != "pypi" or not shipped:
@@ -466,7 +449,7 @@ def _triage_version(ws: Workspace, version: str | None, text: str) -> tuple[Sour
 
 def _earlier(ws: Workspace, src: Source, version: str) -> Iterator[tuple[str, Compat]]:
     """(version, compat) of the releases before `version`, newest first, read lazily."""
-    from tracker.versions import parse_version, sort_versions
+    from tracker.sources.versions import parse_version, sort_versions
 
     here = parse_version(version)
     if here is None or src is not ws.source:
@@ -486,7 +469,7 @@ def _later(
     ws: Workspace, src: Source, version: str, until: str | None
 ) -> Iterator[tuple[str, Compat]]:
     """(version, compat) of the releases after `version`, oldest first, read lazily."""
-    from tracker.versions import parse_version
+    from tracker.sources.versions import parse_version
 
     here = parse_version(version)
     if here is None or src is not ws.source:

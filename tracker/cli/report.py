@@ -13,19 +13,19 @@ from typing import TYPE_CHECKING
 
 import click
 
-from tracker.cli import (
+from tracker.cli.options import (
     ALGORITHM_HELP,
-    _emit,
-    _flush_warnings,
-    _pick_algorithms,
-    _render_options,
-    _source_options,
+    emit,
+    flush_warnings,
+    pick_algorithms,
+    rendering_options,
+    source_options,
 )
-from tracker.errors import TrackerError
+from tracker.common.errors import TrackerError
 
 if TYPE_CHECKING:
-    from tracker.app import Workspace
-    from tracker.render import RenderOptions
+    from tracker.compare.workspace import Workspace
+    from tracker.render.documents import RenderOptions
 
 
 @click.command()
@@ -65,8 +65,8 @@ if TYPE_CHECKING:
     show_default=True,
     help="Call graph layout: graphviz dot when installed (auto), or the built-in one.",
 )
-@_source_options
-@_render_options
+@source_options
+@rendering_options
 def report(
     range_spec: str,
     algorithms: tuple[str, ...],
@@ -80,12 +80,12 @@ def report(
     """A static HTML report of RANGE in DIR: models x versions heatmap per algorithm, a
     timeline of interface changes, and the workers' call graphs. Opens from disk; loads
     nothing from the network."""
-    from tracker.report import ReportOptions, build_report, present_algorithms, write_report
+    from tracker.render.report import ReportOptions, build_report, present_algorithms, write_report
 
     if output.exists() and not output.is_dir():
         raise TrackerError(f"{output} exists and is not a directory")
     snaps = ws.snapshots(range_spec)
-    chosen = _pick_algorithms(present_algorithms(snaps), algorithms)
+    chosen = pick_algorithms(present_algorithms(snaps), algorithms)
     options = ReportOptions(
         link_pattern=render_options.link_pattern,
         template_dir=render_options.template_dir,
@@ -95,7 +95,7 @@ def report(
     )
     doc = build_report(snaps, chosen, ws.source.describe(), options)
     written = write_report(doc, output, options)
-    _flush_warnings(ws)
+    flush_warnings(ws)
     for note in written.notes:
         click.echo(f"tracker: note: {note}; used the built-in layout", err=True)
     models = max((len(a["rows"]) for a in doc["algorithms"]), default=0)
@@ -125,7 +125,7 @@ def report(
     type=click.Path(dir_okay=False, path_type=Path),
     help="Write the graph to this file instead of stdout.",
 )
-@_source_options
+@source_options
 def graph(
     version: str,
     algorithm: str,
@@ -139,12 +139,12 @@ def graph(
     Every function on a call path from the algorithm's worker entry points to a function
     that touches the target or draft model, with its path:line, and each of those sites
     marked with its role, member and status. Read from the version's source."""
-    from tracker.graph import ROLES, build_graph, graph_document, to_dot, to_graphml
-    from tracker.render import to_json
+    from tracker.render.documents import to_json
+    from tracker.render.graph_export import ROLES, build_graph, graph_document, to_dot, to_graphml
 
     src, resolved = ws.resolve(version)
     analysis = ws.analyse(src, resolved)
-    (name,) = _pick_algorithms(analysis.interface.algorithms, (algorithm,))
+    (name,) = pick_algorithms(analysis.interface.algorithms, (algorithm,))
     found = build_graph(
         analysis.index,
         analysis.interface,
@@ -154,13 +154,13 @@ def graph(
     )
     if not found.graph["workers"]:
         click.echo(f"tracker: note: no worker class found for {name} at {resolved}", err=True)
-    _flush_warnings(ws)
+    flush_warnings(ws)
     if fmt == "json":
-        _emit(to_json(graph_document(found)), output)
+        emit(to_json(graph_document(found)), output)
     elif fmt == "graphml":
-        _emit(to_graphml(found), output)
+        emit(to_graphml(found), output)
     else:
-        _emit(to_dot(found), output)
+        emit(to_dot(found), output)
 
 
 def register(group: click.Group) -> None:

@@ -12,7 +12,7 @@ def _data_dir(name: str) -> Path:
     packaged = resources.files("tracker") / name
     if packaged.is_dir():
         return Path(str(packaged))
-    return Path(__file__).resolve().parent.parent / name
+    return Path(__file__).resolve().parents[2] / name
 
 
 def queries_dir() -> Path:

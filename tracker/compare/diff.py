@@ -10,8 +10,8 @@ from __future__ import annotations
 from collections.abc import Iterator
 from dataclasses import dataclass, field
 
-from tracker.compat import Compat, ModelCheck, natural_role
-from tracker.interface import FieldUse, Interface, Requirement
+from tracker.analysis.compat import Compat, ModelCheck, natural_role
+from tracker.analysis.interface import FieldUse, Interface, Requirement
 
 # kind -> message template; {role} is "target" or "draft", {was} and {now} the numbers of
 # arguments of the calls before and after ("1", "0/1", "1+1kw").
@@ -33,7 +33,7 @@ CHANGE_KINDS: dict[str, str] = {
     "config_key_removed": "configuration key {subject} is no longer read",
     "model_wrapper_broke": "{subject} no longer provides what {algorithm} requires",
     "model_wrapper_fixed": "{subject} now provides what {algorithm} requires",
-    # The members are all there, and the aux-hidden-state contract (tracker.contract) is
+    # The members are all there, and the aux-hidden-state contract (tracker.analysis.contract) is
     # what broke or was fixed: its own kind, so an issue about it is its own issue.
     "model_wrapper_contract_broke": (
         "{subject} provides the members but breaks {algorithm}'s aux-hidden-state contract"

@@ -16,8 +16,8 @@ from __future__ import annotations
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 
-from tracker.compat import EntryClass, ModelCheck, natural_role
-from tracker.snapshot import Snapshot
+from tracker.analysis.compat import EntryClass, ModelCheck, natural_role
+from tracker.compare.snapshot import Snapshot
 
 CHECKED = ("ok", "broken", "unknown")
 

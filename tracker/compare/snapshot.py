@@ -17,8 +17,7 @@ from pathlib import Path
 from typing import Any
 
 from tracker import __version__
-from tracker.atomic import write_text_atomic
-from tracker.compat import (
+from tracker.analysis.compat import (
     Compat,
     Delegation,
     EntryClass,
@@ -26,12 +25,13 @@ from tracker.compat import (
     Provision,
     natural_role,
 )
-from tracker.contract import SETTER, ContractFinding, ContractSite
-from tracker.drafts import DraftModels
-from tracker.externals import INVENTORY
-from tracker.facts import FACTS_FORMAT
-from tracker.interface import FieldUse, Interface, Requirement, Site
-from tracker.resources import data_file
+from tracker.analysis.contract import SETTER, ContractFinding, ContractSite
+from tracker.analysis.drafts import DraftModels
+from tracker.analysis.externals import INVENTORY
+from tracker.analysis.interface import FieldUse, Interface, Requirement, Site
+from tracker.common.atomic import write_text_atomic
+from tracker.common.resources import data_file
+from tracker.extract.facts import FACTS_FORMAT
 from tracker.sources.base import SRT_PREFIX, SourceIdentity
 
 SCHEMA = "sglang-tracker/snapshot@1"
@@ -59,31 +59,26 @@ class Snapshot:
     origin: str = "built"
 
 
-# The modules whose logic decides what a snapshot says; their text is part of the
-# builder identity so that a changed analysis never reuses an old answer.
-ANALYSIS_MODULES = (
-    "index.py",
-    "kinds.py",
-    "drafts.py",
-    "callgraph.py",
-    "algorithms.py",
-    "interface.py",
-    "compat.py",
-    "contract.py",
-    "roles.py",
-    "loader.py",
-    "externals.py",
-)
+# The modules whose logic decides what a snapshot says: every module of the analysis
+# package (index, loader, call graph, algorithms, roles, interface, compat, kinds, drafts,
+# contract, externals). Their text is part of the builder identity so that a changed
+# analysis never reuses an old answer; a new analysis module is covered by being there.
+ANALYSIS_PACKAGE = "analysis"
+
+
+def analysis_modules() -> list[Path]:
+    """The files of the analysis package, sorted by name."""
+    root = Path(__file__).resolve().parents[1]
+    return sorted((root / ANALYSIS_PACKAGE).glob("*.py"), key=lambda p: p.name)
 
 
 def current_builder() -> Builder:
-    from tracker.parse import query_set_hash  # deferred: parse imports tree-sitter
-    from tracker.roles import load_rules
+    from tracker.analysis.roles import load_rules
+    from tracker.extract.parse import query_set_hash  # deferred: parse imports tree-sitter
 
-    here = Path(__file__).resolve().parent
     digest = hashlib.sha256(load_rules().source_hash.encode())
-    for module in ANALYSIS_MODULES:
-        digest.update((here / module).read_bytes())
+    for module in analysis_modules():
+        digest.update(module.read_bytes())
     # What external bases provide is data too: a rebuilt inventory changes verdicts.
     digest.update(data_file(INVENTORY).read_bytes())
     return Builder(__version__, query_set_hash(), digest.hexdigest()[:16])
@@ -323,7 +318,7 @@ def shipped_dir() -> Path:
     packaged = resources.files("tracker") / "snapshots"
     if packaged.is_dir():
         return Path(str(packaged))
-    return Path(__file__).resolve().parent.parent / "snapshots"
+    return Path(__file__).resolve().parents[2] / "snapshots"
 
 
 def load_file(path: Path) -> Snapshot | None:

@@ -12,9 +12,9 @@ from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-from tracker.cachedir import cache_root
-from tracker.errors import TrackerError
-from tracker.snapshot import (
+from tracker.common.cachedir import cache_root
+from tracker.common.errors import TrackerError
+from tracker.compare.snapshot import (
     Snapshot,
     content_digest,
     current_builder,
@@ -27,10 +27,10 @@ from tracker.snapshot import (
 from tracker.sources.base import Source, VersionTree
 
 if TYPE_CHECKING:
-    from tracker.accepted import AcceptedBreaks
-    from tracker.compat import Compat
-    from tracker.index import VersionIndex
-    from tracker.interface import Interface
+    from tracker.analysis.compat import Compat
+    from tracker.analysis.index import VersionIndex
+    from tracker.analysis.interface import Interface
+    from tracker.compare.accepted import AcceptedBreaks
 
 log = logging.getLogger(__name__)
 
@@ -41,7 +41,7 @@ FILE_WARNING = ": python/"
 
 
 def shipped_versions() -> list[str]:
-    from tracker.versions import sort_versions
+    from tracker.sources.versions import sort_versions
 
     return sort_versions(p.stem for p in shipped_dir().glob("v*.json"))
 
@@ -84,7 +84,7 @@ class Workspace:
         """`compat` with the accepted breaks marked (the same object when none are)."""
         if self.accepted is None:
             return compat
-        from tracker.accepted import mark
+        from tracker.compare.accepted import mark
 
         return mark(compat, self.accepted)
 
@@ -92,7 +92,7 @@ class Workspace:
 
     def resolve(self, spec: str) -> tuple[Source, str]:
         from tracker.sources import split_spec
-        from tracker.versions import canonical_tag
+        from tracker.sources.versions import canonical_tag
 
         tag = canonical_tag(spec)
         if (
@@ -106,9 +106,9 @@ class Workspace:
         return split_spec(spec, self.source)
 
     def expand(self, spec: str) -> list[str]:
-        from tracker.errors import SourceError
+        from tracker.common.errors import SourceError
         from tracker.sources import expand_spec
-        from tracker.versions import expand_range, is_range, range_ends
+        from tracker.sources.versions import expand_range, is_range, range_ends
 
         if self.source.kind == "pypi" and self.use_shipped and is_range(spec):
             for end in range_ends(spec):
@@ -147,8 +147,8 @@ class Workspace:
     def release_before(self, version: str) -> str | None:
         """The source's release just before `version`, None when it has none (or lists
         none)."""
-        from tracker.errors import SourceError
-        from tracker.versions import parse_version, sort_versions
+        from tracker.common.errors import SourceError
+        from tracker.sources.versions import parse_version, sort_versions
 
         here = parse_version(version)
         if here is None:
@@ -168,9 +168,9 @@ class Workspace:
         memo = (id(source), version)
         if memo in self._analyses:
             return self._analyses[memo]
-        from tracker.compat import build_compat
-        from tracker.interface import build_interface
-        from tracker.loader import load_index
+        from tracker.analysis.compat import build_compat
+        from tracker.analysis.interface import build_interface
+        from tracker.analysis.loader import load_index
 
         self.reporter.phase(f"reading {version} from {source.describe()}")
         tree = source.tree(version)
@@ -282,7 +282,7 @@ class Workspace:
         versions = self.expand(spec)
         if not versions:
             raise TrackerError(f"{spec} names no versions")
-        from tracker.factstore import default_jobs
+        from tracker.extract.store import default_jobs
 
         if self.use_cache and len(versions) > 2 and default_jobs() > 1:
             self._build_in_parallel(versions)
@@ -296,8 +296,8 @@ class Workspace:
         """Fill the snapshot cache for the versions that lack one, on every core: first
         every file the versions share is parsed once (one pool over all of them), then the
         versions are analysed side by side. The serial loop afterwards only reads."""
-        from tracker.factstore import prefetch
-        from tracker.loader import reads_in_full, seed_paths
+        from tracker.analysis.loader import reads_in_full, seed_paths
+        from tracker.extract.store import prefetch
 
         missing = [v for v in versions if self._lookup(self.source, v)[0] is None]
         if len(missing) < 2:
@@ -315,7 +315,7 @@ class Workspace:
         # helper processes.
         context = multiprocessing.get_context("spawn")
         jobs = [(self.source.kind, self.source.location, v, self.use_shipped) for v in missing]
-        from tracker.factstore import default_jobs
+        from tracker.extract.store import default_jobs
 
         with ProcessPoolExecutor(max_workers=default_jobs(), mp_context=context) as pool:
             for error in pool.map(_build_snapshot, jobs):

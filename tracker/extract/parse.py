@@ -19,7 +19,8 @@ from typing import Any
 import tree_sitter_python
 from tree_sitter import Language, Node, Parser, Query, QueryCursor, Tree
 
-from tracker.facts import (
+from tracker.common.resources import queries_dir
+from tracker.extract.facts import (
     Assign,
     Branch,
     Call,
@@ -35,7 +36,6 @@ from tracker.facts import (
     Read,
     Return,
 )
-from tracker.resources import queries_dir
 
 # Every query file; a full pass runs FULL_QUERIES, a definitions-only pass the others.
 QUERY_NAMES = (
@@ -180,7 +180,7 @@ _MAX_DEPTH = 40  # deeper expressions are kept as text: no recursion limit on ge
 
 
 def cond_of(node: Node, depth: int = 0) -> Cond:
-    """An expression node as a Cond tree (see tracker.facts.Cond)."""
+    """An expression node as a Cond tree (see tracker.extract.facts.Cond)."""
     kind = node.type
     if depth > _MAX_DEPTH:
         return Cond("other", _short(node))

@@ -17,10 +17,10 @@ from collections.abc import Callable, Iterable, Mapping
 from concurrent.futures import ProcessPoolExecutor
 from pathlib import Path
 
-from tracker.atomic import write_bytes_atomic
-from tracker.cachedir import cache_root
-from tracker.facts import FACTS_FORMAT, ModuleFacts
-from tracker.parse import extract_facts, query_set_hash
+from tracker.common.atomic import write_bytes_atomic
+from tracker.common.cachedir import cache_root
+from tracker.extract.facts import FACTS_FORMAT, ModuleFacts
+from tracker.extract.parse import extract_facts, query_set_hash
 from tracker.sources.base import VersionTree
 
 log = logging.getLogger(__name__)

@@ -10,11 +10,11 @@ from __future__ import annotations
 
 from typing import Any
 
-from tracker.compat import Compat, ModelCheck
-from tracker.diff import WRAPPER_BROKE, WRAPPER_FIXED, Change, Diff, rank
-from tracker.interface import FieldUse, Interface, Requirement
-from tracker.issues import oversight
-from tracker.render import field_doc, finding_doc, requirement_doc
+from tracker.analysis.compat import Compat, ModelCheck
+from tracker.analysis.interface import FieldUse, Interface, Requirement
+from tracker.compare.diff import WRAPPER_BROKE, WRAPPER_FIXED, Change, Diff, rank
+from tracker.release.issues import oversight
+from tracker.render.documents import field_doc, finding_doc, requirement_doc
 
 SCHEMA = "sglang-tracker/changelog@1"
 

@@ -13,11 +13,11 @@ import difflib
 import re
 from dataclasses import dataclass
 
-from tracker.compat import Delegation, ModelCheck
-from tracker.errors import TrackerError
-from tracker.facts import FunctionDef
-from tracker.index import VersionIndex, key
-from tracker.parse import function_header
+from tracker.analysis.compat import Delegation, ModelCheck
+from tracker.analysis.index import VersionIndex, key
+from tracker.common.errors import TrackerError
+from tracker.extract.facts import FunctionDef
+from tracker.extract.parse import function_header
 from tracker.sources.base import VersionTree
 
 _IDENT = re.compile(r"[A-Za-z_]\w*")

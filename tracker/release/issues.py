@@ -17,13 +17,13 @@ from collections.abc import Callable, Container, Sequence
 from dataclasses import asdict, dataclass
 from typing import Any, Protocol
 
-from tracker.compat import Compat, Delegation, ModelCheck, natural_role
-from tracker.contract import ContractRule
-from tracker.diff import WRAPPER_BROKE, Change, Diff, rank
-from tracker.errors import TrackerError
-from tracker.index import VersionIndex
-from tracker.interface import Interface, Requirement
-from tracker.render import RenderOptions, check_doc, finding_doc, render, requirement_doc
+from tracker.analysis.compat import Compat, Delegation, ModelCheck, natural_role
+from tracker.analysis.contract import ContractRule
+from tracker.analysis.index import VersionIndex
+from tracker.analysis.interface import Interface, Requirement
+from tracker.common.errors import TrackerError
+from tracker.compare.diff import WRAPPER_BROKE, Change, Diff, rank
+from tracker.render.documents import RenderOptions, check_doc, finding_doc, render, requirement_doc
 from tracker.sources.base import VersionTree
 
 SCHEMA = "sglang-tracker/issues@1"
@@ -320,8 +320,8 @@ def contract_docs(check: ModelCheck) -> list[dict[str, Any]]:
 
 def patch_document(found: Analysed, check: ModelCheck) -> dict[str, Any] | None:
     """The `tracker fix` patch for `check` as a document, or None when there is none."""
-    from tracker.compat import class_key_for
-    from tracker.fixpatch import build_patch
+    from tracker.analysis.compat import class_key_for
+    from tracker.release.fixpatch import build_patch
 
     key = class_key_for(found.index, check.model)
     if key is None:
@@ -335,7 +335,7 @@ def patch_document(found: Analysed, check: ModelCheck) -> dict[str, Any] | None:
 
 
 def _class_site(found: Analysed, model: str) -> dict[str, Any] | None:
-    from tracker.compat import class_key_for
+    from tracker.analysis.compat import class_key_for
 
     key = class_key_for(found.index, model)
     if key is None:
@@ -379,7 +379,7 @@ def _member_document(report: Report, change: Change, old: Interface, new: Interf
 def fixed_reason(report: Report, interface: Interface, compat: Compat) -> str | None:
     """Why the version of `interface`/`compat` no longer shows what `report` reports, or
     None while it still does (or the report is not one a release can resolve)."""
-    from tracker.versions import parse_version
+    from tracker.sources.versions import parse_version
 
     here, then = parse_version(interface.version), parse_version(report.version)
     if here is not None and then is not None and here <= then:

@@ -22,8 +22,8 @@ from urllib.parse import urlsplit
 import httpx
 
 from tracker import __version__
-from tracker.errors import TrackerError
-from tracker.issues import TRACKER_LABEL, IssueDoc, fingerprint_in
+from tracker.common.errors import TrackerError
+from tracker.release.issues import TRACKER_LABEL, IssueDoc, fingerprint_in
 
 DEFAULT_API_URL = "https://api.github.com"
 TOKEN_ENV = "GITHUB_TOKEN"

@@ -16,11 +16,11 @@ from collections.abc import Callable, Iterable
 from dataclasses import dataclass
 from typing import Any
 
-from tracker.compat import Compat, ModelCheck, natural_role
-from tracker.contract import ContractFinding, ContractRule
-from tracker.errors import TrackerError
-from tracker.interface import Interface
-from tracker.render import field_doc, finding_doc, requirement_doc
+from tracker.analysis.compat import Compat, ModelCheck, natural_role
+from tracker.analysis.contract import ContractFinding, ContractRule
+from tracker.analysis.interface import Interface
+from tracker.common.errors import TrackerError
+from tracker.render.documents import field_doc, finding_doc, requirement_doc
 
 SCHEMA = "sglang-tracker/triage@1"
 

@@ -17,11 +17,12 @@ from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any, Protocol
 
-from tracker.app import Workspace
-from tracker.atomic import write_text_atomic
-from tracker.diff import Change
-from tracker.errors import TrackerError
-from tracker.issues import (
+from tracker.common.atomic import write_text_atomic
+from tracker.common.errors import TrackerError
+from tracker.compare.diff import Change
+from tracker.compare.snapshot import Snapshot
+from tracker.compare.workspace import Workspace
+from tracker.release.issues import (
     IssueDoc,
     Report,
     accepted_instead,
@@ -32,11 +33,10 @@ from tracker.issues import (
     front_matter,
     report_in,
 )
-from tracker.publish import GitHubClient, RemoteIssue
-from tracker.render import RenderOptions
-from tracker.snapshot import Snapshot
+from tracker.release.publish import GitHubClient, RemoteIssue
+from tracker.render.documents import RenderOptions
 from tracker.sources.base import Source
-from tracker.versions import parse_version
+from tracker.sources.versions import parse_version
 
 STATE_SCHEMA = "sglang-tracker/watch-state@1"
 INDEX_SCHEMA = "sglang-tracker/issue-files@1"
@@ -308,7 +308,7 @@ def issues_between(ws: Workspace, source: Source, old: Snapshot, new: Snapshot,
                    known: Container[str] = ()) -> list[IssueDoc]:
     """The issues of the diff old → new; the new version is analysed only when a wrapper
     not yet filed (`known`) has an inner model to delegate to (for the fix patch)."""
-    from tracker.diff import diff
+    from tracker.compare.diff import diff
 
     result = diff(old.interface, old.compat, new.interface, new.compat, algorithms)
     return build_issues(result, old.interface, new.interface, new.compat,
@@ -320,7 +320,7 @@ def issues_between(ws: Workspace, source: Source, old: Snapshot, new: Snapshot,
 def accepted_between(old: Snapshot, new: Snapshot, algorithms: tuple[str, ...]
                      ) -> list[Change]:
     """The changes old → new that would be filed but that the user accepted."""
-    from tracker.diff import diff
+    from tracker.compare.diff import diff
 
     result = diff(old.interface, old.compat, new.interface, new.compat, algorithms)
     return accepted_instead(result, new.compat)

@@ -2,7 +2,7 @@
 
 Every report is first built as a document; JSON output is that document, and the text and
 markdown renders are jinja2 templates over the same document (templates in
-`tracker/templates/`, overridable with `--template-dir`). One place decides what a report
+`tracker/render/templates/`, overridable with `--template-dir`). One place decides what a report
 says; the templates only decide how it looks.
 """
 
@@ -16,11 +16,11 @@ from functools import cache
 from pathlib import Path
 from typing import Any
 
-from tracker.compat import Compat, ModelCheck
-from tracker.contract import ContractFinding
-from tracker.diff import Change, Diff, rank
-from tracker.errors import TrackerError
-from tracker.interface import FieldUse, Interface, Requirement, Site
+from tracker.analysis.compat import Compat, ModelCheck
+from tracker.analysis.contract import ContractFinding
+from tracker.analysis.interface import FieldUse, Interface, Requirement, Site
+from tracker.common.errors import TrackerError
+from tracker.compare.diff import Change, Diff, rank
 from tracker.sources.base import SRT_PREFIX
 
 log = logging.getLogger(__name__)
@@ -290,7 +290,7 @@ def _environment(options: RenderOptions) -> Any:
     loaders: list[jinja2.BaseLoader] = []
     if options.template_dir is not None:
         loaders.append(jinja2.FileSystemLoader(str(options.template_dir)))
-    loaders.append(jinja2.PackageLoader("tracker", "templates"))
+    loaders.append(jinja2.PackageLoader("tracker.render", "templates"))
     env = jinja2.Environment(
         loader=jinja2.ChoiceLoader(loaders),
         undefined=jinja2.StrictUndefined,
@@ -315,7 +315,7 @@ def _template_cache() -> Any:
     `tracker diff`. Keyed by template source, so an edited template recompiles."""
     import jinja2
 
-    from tracker.cachedir import cache_root
+    from tracker.common.cachedir import cache_root
 
     folder = cache_root() / "templates"
     try:
@@ -365,7 +365,7 @@ def _call_text(req: dict[str, Any]) -> str:
 
 
 def matrix_document(m: Any, source: str) -> dict[str, Any]:
-    from tracker.matrix import Matrix
+    from tracker.compare.matrix import Matrix
 
     assert isinstance(m, Matrix)
     return {

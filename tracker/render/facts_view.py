@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from tracker.facts import Assign, Context, ModuleFacts
+from tracker.extract.facts import Assign, Context, ModuleFacts
 
 
 def _context(ctx: Context) -> dict[str, Any]:

@@ -18,11 +18,11 @@ from collections.abc import Iterable
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
-from tracker.algorithms import discover, worker_roots
-from tracker.callgraph import CallGraph
-from tracker.index import VersionIndex, key
-from tracker.interface import Interface, Requirement, Site
-from tracker.roles import load_rules
+from tracker.analysis.algorithms import discover, worker_roots
+from tracker.analysis.callgraph import CallGraph
+from tracker.analysis.index import VersionIndex, key
+from tracker.analysis.interface import Interface, Requirement, Site
+from tracker.analysis.roles import load_rules
 
 if TYPE_CHECKING:
     import networkx as nx

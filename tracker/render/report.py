@@ -8,7 +8,7 @@ are inlined, the call graphs are inline SVG, and a Content-Security-Policy forbi
 other load. Links to the source (the configurable link pattern) are plain `<a href>`s.
 
 Like the other reports it is first a document (plain data: `build_report`), then a
-jinja2 render of it (`render_html`, templates in `tracker/templates/report/`).
+jinja2 render of it (`render_html`, templates in `tracker/render/templates/report/`).
 
 The call graphs need no re-analysis: every requirement site in a snapshot carries its
 call path (worker entry -> ... -> the function holding the site), and the union of those
@@ -31,12 +31,12 @@ from pathlib import Path
 from typing import Any
 
 from tracker import __version__
-from tracker.compat import ModelCheck
-from tracker.diff import Change, diff
-from tracker.interface import STATUS_ORDER, FieldUse, Requirement, Site
-from tracker.matrix import Matrix, build_matrix, check_row
-from tracker.render import DEFAULT_LINK, short_path
-from tracker.snapshot import Snapshot
+from tracker.analysis.compat import ModelCheck
+from tracker.analysis.interface import STATUS_ORDER, FieldUse, Requirement, Site
+from tracker.compare.diff import Change, diff
+from tracker.compare.matrix import Matrix, build_matrix, check_row
+from tracker.compare.snapshot import Snapshot
+from tracker.render.documents import DEFAULT_LINK, short_path
 
 SCHEMA = "sglang-tracker/report@1"
 GRAPH_MODES = ("all", "changes", "none")
@@ -900,7 +900,7 @@ def render_html(
     loaders: list[jinja2.BaseLoader] = []
     if options.template_dir is not None:
         loaders.append(jinja2.FileSystemLoader(str(options.template_dir)))
-    loaders.append(jinja2.PackageLoader("tracker", "templates"))
+    loaders.append(jinja2.PackageLoader("tracker.render", "templates"))
     env = jinja2.Environment(
         loader=jinja2.ChoiceLoader(loaders),
         undefined=jinja2.StrictUndefined,
@@ -952,7 +952,7 @@ def write_report(
     doc: Mapping[str, Any], out_dir: Path, options: ReportOptions | None = None
 ) -> WrittenReport:
     """index.html (self-contained) and graphs/*.svg (the same graphs, to share alone)."""
-    from tracker.atomic import write_text_atomic
+    from tracker.common.atomic import write_text_atomic
 
     page, svgs, engines, notes = render_html(doc, options)
     out_dir.mkdir(parents=True, exist_ok=True)

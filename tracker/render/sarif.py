@@ -7,7 +7,7 @@ from __future__ import annotations
 from typing import Any
 
 from tracker import __version__
-from tracker.render import RenderOptions
+from tracker.render.documents import RenderOptions
 
 RULES = {
     "model_wrapper_missing_member": "A model wrapper lacks a member a speculative algorithm "

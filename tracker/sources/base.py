@@ -18,8 +18,8 @@ from packaging.markers import Marker
 from packaging.requirements import InvalidRequirement, Requirement
 from packaging.utils import canonicalize_name
 
-from tracker.errors import TrackerError
-from tracker.versions import canonical_tag
+from tracker.common.errors import TrackerError
+from tracker.sources.versions import canonical_tag
 
 SRT_PREFIX = "python/sglang/srt/"
 VERSION_FILE = "python/sglang/version.py"

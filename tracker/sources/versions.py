@@ -12,7 +12,7 @@ from collections.abc import Iterable, Sequence
 
 from packaging.version import InvalidVersion, Version
 
-from tracker.errors import TrackerError, UnknownVersionError
+from tracker.common.errors import TrackerError, UnknownVersionError
 
 LATEST = "latest"
 RANGE_SEPARATOR = ".."

@@ -19,9 +19,9 @@ from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Any
 
-from tracker.compat import Compat
-from tracker.errors import TrackerError
-from tracker.versions import parse_version
+from tracker.analysis.compat import Compat
+from tracker.common.errors import TrackerError
+from tracker.sources.versions import parse_version
 
 log = logging.getLogger(__name__)
 
