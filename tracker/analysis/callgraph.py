@@ -140,9 +140,6 @@ class CallGraph:
                 out.append(method)
         return out
 
-    def reachable_from(self, roots: Iterable[str]) -> set[str]:
-        return set(self.shortest_paths(roots))
-
     def path(self, roots: Iterable[str], target: str) -> list[str] | None:
         """A shortest call path from any root to `target` (inclusive), or None."""
         return self.shortest_paths(roots).get(target)

@@ -16,8 +16,6 @@ from functools import cached_property
 from tracker.extract.facts import Assign, ClassDef, Forward, FunctionDef, Import, ModuleFacts, Param
 from tracker.sources.base import Pins
 
-TORCH_MODULE = "torch.nn.Module"
-
 
 def key(module: str, qualname: str) -> str:
     return f"{module}:{qualname}"

@@ -15,7 +15,7 @@ from __future__ import annotations
 import re
 import time
 from collections.abc import Callable, Iterable
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from typing import Any
 from urllib.parse import urlsplit
 
@@ -23,11 +23,10 @@ import httpx
 
 from tracker import __version__
 from tracker.common.errors import TrackerError
-from tracker.release.issues import TRACKER_LABEL, IssueDoc, fingerprint_in
+from tracker.release.issues import TRACKER_LABEL, fingerprint_in
 
 DEFAULT_API_URL = "https://api.github.com"
 TOKEN_ENV = "GITHUB_TOKEN"
-API_URL_ENV = "GITHUB_API_URL"
 
 _REPO = re.compile(r"[A-Za-z0-9_.-]+/[A-Za-z0-9_.-]+")
 
@@ -48,12 +47,6 @@ class RemoteIssue:
     @property
     def fingerprint(self) -> str | None:
         return fingerprint_in(self.body)
-
-
-@dataclass
-class PublishResult:
-    created: list[tuple[IssueDoc, RemoteIssue]] = field(default_factory=list)
-    existing: list[tuple[IssueDoc, RemoteIssue]] = field(default_factory=list)
 
 
 class _Ambiguous(Exception):
@@ -322,23 +315,3 @@ def _issue(data: Any) -> RemoteIssue:
                        state=str(data.get("state") or "open"),
                        body=str(data.get("body") or ""), labels=labels,
                        url=str(data.get("html_url") or data.get("url") or ""))
-
-
-# ---------------------------------------------------------------------- use cases
-
-
-def publish(client: GitHubClient, issues: Iterable[IssueDoc],
-            known: dict[str, RemoteIssue] | None = None) -> PublishResult:
-    """File each issue whose fingerprint no tracked issue (open or closed) has yet."""
-    if known is None:
-        known = {i.fingerprint: i for i in client.tracked_issues() if i.fingerprint}
-    result = PublishResult()
-    for doc in issues:
-        found = known.get(doc.fingerprint)
-        if found is not None:
-            result.existing.append((doc, found))
-            continue
-        created = client.create_issue(doc.title, doc.body, doc.labels)
-        known[doc.fingerprint] = created
-        result.created.append((doc, created))
-    return result

@@ -31,12 +31,6 @@ def parse_version(name: str) -> Version | None:
         return None
 
 
-def is_release(name: str) -> bool:
-    """True for a name that parses as a version and is neither a pre- nor a dev release."""
-    version = parse_version(name)
-    return version is not None and not version.is_prerelease
-
-
 def canonical_tag(spec: str) -> str | None:
     """The tag spelling of a version spec (`0.5.8-post1` -> `v0.5.8.post1`), or None when
     the spec is not a version (`latest`, a branch name, a range)."""
