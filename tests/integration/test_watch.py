@@ -20,7 +20,7 @@ from fake_github import REPO, TOKEN, State, fake_github
 
 from tracker.cli import cli
 from tracker.common.errors import TrackerError
-from tracker.release.issues import IssueDoc, Report, fingerprint_in, fingerprint_marker
+from tracker.release.issues import IssueDoc, IssueFacts, fingerprint_in, fingerprint_marker
 from tracker.release.watch import DirSink, load_state
 from tracker.sources import clear_memo
 
@@ -347,7 +347,7 @@ def test_posting_without_a_token_stops_before_anything_is_read(tmp_path: Path) -
 
 
 def doc(subject: str) -> IssueDoc:
-    report = Report("model_wrapper_broke", "EAGLE3", "target", subject, "v0.5.9", "v0.5.8")
+    report = IssueFacts("model_wrapper_broke", "EAGLE3", "target", subject, "v0.5.9", "v0.5.8")
     return IssueDoc(
         report,
         f"[EAGLE3] {subject}",

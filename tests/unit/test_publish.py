@@ -9,7 +9,7 @@ import pytest
 from fake_github import REPO, TOKEN, Canned, State, fake_github
 
 from tracker.common.errors import TrackerError
-from tracker.release.issues import IssueDoc, Report, fingerprint_marker
+from tracker.release.issues import IssueDoc, IssueFacts, fingerprint_marker
 from tracker.release.publish import GitHubClient
 
 Server = tuple[str, State]
@@ -33,7 +33,7 @@ def client_for(server: Server, sleeps: Sleeps | None = None, **kwargs: object) -
 
 
 def issue(subject: str, version: str = "v0.5.9") -> IssueDoc:
-    report = Report("model_wrapper_broke", "EAGLE3", "target", subject, version, "v0.5.8")
+    report = IssueFacts("model_wrapper_broke", "EAGLE3", "target", subject, version, "v0.5.8")
     body = f"{fingerprint_marker(report.fingerprint)}\n{subject} broke\n"
     return IssueDoc(report, f"[EAGLE3] {subject} broke", ("sglang-tracker", "model-wrapper"),
                     body)

@@ -138,7 +138,7 @@ class _Binding:
 _SIMPLE_EXPR = re.compile(r"[A-Za-z_][\w.\[\]()*]*")
 
 
-class _Analysis:
+class _Reachability:
     def __init__(self, version: str, index: VersionIndex, rules: RoleRules) -> None:
         self.version = version
         self.index = index
@@ -343,7 +343,12 @@ def _match_params(
 
 
 def _guard_of(
-    site_receiver: str, member: str, context: Context, analysis: _Analysis, module: str, line: int
+    site_receiver: str,
+    member: str,
+    context: Context,
+    analysis: _Reachability,
+    module: str,
+    line: int,
 ) -> str:
     if context.catches_attribute_error:
         return "except AttributeError"
@@ -359,7 +364,7 @@ def _mentions_hasattr(
     test: object,
     receiver: str,
     member: str,
-    analysis: _Analysis,
+    analysis: _Reachability,
     module: str,
     scope: str,
     line: int,
@@ -391,7 +396,7 @@ def _arity(call: Call) -> str:
 class _Collector:
     """Gathers the sites of one version into requirements and field uses."""
 
-    def __init__(self, an: _Analysis) -> None:
+    def __init__(self, an: _Reachability) -> None:
         self.an = an
         # (algorithm, role, member) -> sites, and the members that can stand in. One slot
         # per member whether it is called or read: a site's arity tells which use it is.
@@ -494,7 +499,7 @@ class _Collector:
                        read.name, self.configs if read.kind == "key" else self.outputs)
 
 
-def _unless_provided(an: _Analysis, module: str, scope: str, line: int,
+def _unless_provided(an: _Reachability, module: str, scope: str, line: int,
                      branches: tuple[Branch, ...], receiver: str
                      ) -> tuple[set[str], tuple[Branch, ...]]:
     """Members whose absence alone lets the site run (`not (x and hasattr(model, "alt"))`),
@@ -520,7 +525,7 @@ def _unless_provided(an: _Analysis, module: str, scope: str, line: int,
 def build_interface(version: str, index: VersionIndex, rules: RoleRules | None = None
                     ) -> Interface:
     rules = rules or load_rules()
-    an = _Analysis(version, index, rules)
+    an = _Reachability(version, index, rules)
     algos = an.algos
     interface = Interface(
         version=version,
@@ -572,7 +577,7 @@ def build_interface(version: str, index: VersionIndex, rules: RoleRules | None =
 
 
 def _site(
-    an: _Analysis,
+    an: _Reachability,
     algorithm: str,
     module: str,
     path: str,

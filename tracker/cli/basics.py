@@ -42,10 +42,10 @@ def versions(ws: Workspace, fmt: str) -> None:
     names = ws.source.versions()
     flush_warnings(ws)
     if fmt == "json":
-        from tracker.render.documents import to_json
+        from tracker.render.documents import document_json
 
         emit(
-            to_json(
+            document_json(
                 {
                     "schema": "sglang-tracker/versions@1",
                     "source": ws.source.describe(),
@@ -61,10 +61,7 @@ def versions(ws: Workspace, fmt: str) -> None:
 @source_options
 def fetch(ws: Workspace) -> None:
     """Update a cloned repository's tags (git) or the list of releases (pypi)."""
-    fetcher = getattr(ws.source, "fetch", None)
-    if fetcher is None:
-        raise TrackerError(f"{ws.source.describe()} has nothing to fetch")
-    click.echo(fetcher())
+    click.echo(ws.source.fetch())
     flush_warnings(ws)
 
 
@@ -94,9 +91,9 @@ def facts(
         raise TrackerError(f"{resolved} has no file {path}{hint}")
     found = load_facts(tree, [path])[path]
     if fmt == "json":
-        from tracker.render.documents import to_json
+        from tracker.render.documents import document_json
 
-        emit(to_json(facts_document(found, resolved)))
+        emit(document_json(facts_document(found, resolved)))
     else:
         emit(facts_text(found, resolved))
 

@@ -156,9 +156,9 @@ def check(
     doc["fix_options"] = fix_options
     flush_warnings(ws)
     if fmt == "sarif":
-        from tracker.render.documents import to_json
+        from tracker.render.documents import document_json
 
-        emit(to_json(check_sarif(doc, render_options)))
+        emit(document_json(check_sarif(doc, render_options)))
     else:
         emit(render("check", fmt, doc, replace(render_options, show_all=show_all)))
     bad = {"broken"} if fail_on == "broken" else {"broken", "unknown"} if fail_on else set()
@@ -326,7 +326,7 @@ def _release_before(ws: Workspace, first: str) -> tuple[Any, bool]:
             return None, True
         return ws.snapshot_of(ws.source, previous), False
     except TrackerError as exc:
-        ws.reporter.warn(f"cannot read the release before {first} ({exc}); the classes "
+        ws.feedback.warn(f"cannot read the release before {first} ({exc}); the classes "
                          f"at {first} are shown as present since before it")
         return None, False
 
@@ -437,7 +437,7 @@ def why(
     """Why ALGORITHM needs MEMBER at VERSION: each site, its condition, and the call path
     from the algorithm's worker to it. Given an entry CLASS instead (or -m CLASS): how it
     provides each member, and whether it keeps EAGLE3's aux-hidden-state contract."""
-    from tracker.render.documents import check_doc, requirement_doc, to_json
+    from tracker.render.documents import check_doc, document_json, requirement_doc
 
     snap = ws.snapshot(version)
     alg = algorithm.upper()
@@ -472,7 +472,7 @@ def why(
         if check is not None:
             doc.update(model=check.model, check=check_doc(check))
         doc["requirements"] = [requirement_doc(r) for r in reqs]
-        emit(to_json(doc))
+        emit(document_json(doc))
         return
     lines = _why_member_lines(snap, alg, member, reqs) if member is not None else []
     if check is not None:

@@ -153,12 +153,12 @@ def rendering_options(func: F) -> F:
 
 
 def _workspace(source: str | None, repo: str | None, no_shipped: bool, quiet: bool) -> Workspace:
-    from tracker.cli.progress import CliReporter
+    from tracker.cli.progress import CliFeedback
     from tracker.compare.workspace import Workspace
     from tracker.sources import open_source
 
     src = open_source(source, repo, Path.cwd())
-    return Workspace(src, reporter=CliReporter(quiet=quiet), use_shipped=not no_shipped)
+    return Workspace(src, feedback=CliFeedback(quiet=quiet), use_shipped=not no_shipped)
 
 
 def emit(text: str, output: Path | None = None) -> None:
@@ -175,7 +175,7 @@ def emit(text: str, output: Path | None = None) -> None:
 
 
 def flush_warnings(ws: Workspace) -> None:
-    for w in getattr(ws.source, "warnings", []):
+    for w in ws.source.warnings:
         click.echo(f"tracker: warning: {w}", err=True)
 
 

@@ -8,10 +8,10 @@ from typing import Any
 
 import click
 
-from tracker.compare.workspace import Reporter
+from tracker.compare.workspace import Feedback
 
 
-class CliReporter(Reporter):
+class CliFeedback(Feedback):
     def __init__(self, quiet: bool = False) -> None:
         self.quiet = quiet
         self.interactive = not quiet and sys.stderr.isatty()

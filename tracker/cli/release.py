@@ -136,7 +136,7 @@ def issues(
     per target member newly required or removed, each with a stable fingerprint."""
     from tracker.release.issues import as_markdown, issues_document
     from tracker.release.watch import DirSink, accepted_between, issues_between
-    from tracker.render.documents import to_json
+    from tracker.render.documents import document_json
 
     a, b, nsrc, chosen = _pair(ws, old, new, algorithms, reverse)
     docs = issues_between(ws, nsrc, a, b, chosen, render_options)
@@ -150,7 +150,8 @@ def issues(
         )
         return
     if fmt == "json":
-        emit(to_json(issues_document(docs, a.version, b.version, describe_snapshot(ws, b, 'json'))))
+        source = describe_snapshot(ws, b, "json")
+        emit(document_json(issues_document(docs, a.version, b.version, source)))
         return
     if not docs:
         click.echo(f"tracker: nothing to file for {a.version} → {b.version}", err=True)
@@ -277,10 +278,10 @@ def watch(
         )
     flush_warnings(ws)
     if fmt == "json":
-        from tracker.render.documents import to_json
+        from tracker.render.documents import document_json
 
         emit(
-            to_json(
+            document_json(
                 {
                     "schema": "sglang-tracker/watch@1",
                     "source": ws.source.describe(),
@@ -457,7 +458,7 @@ def _earlier(ws: Workspace, src: Source, version: str) -> Iterator[tuple[str, Co
     try:
         known = sort_versions(src.versions())
     except SourceError as exc:
-        ws.reporter.warn(f"cannot list the releases before {version}: {exc}")
+        ws.feedback.warn(f"cannot list the releases before {version}: {exc}")
         return
     for name in reversed(known):
         v = parse_version(name)
@@ -478,7 +479,7 @@ def _later(
         known = src.versions()
         limit = parse_version(src.resolve(until)) if until is not None else None
     except SourceError as exc:
-        ws.reporter.warn(f"cannot list the releases after {version}: {exc}")
+        ws.feedback.warn(f"cannot list the releases after {version}: {exc}")
         return
     for name in known:
         v = parse_version(name)

@@ -139,7 +139,7 @@ def graph(
     Every function on a call path from the algorithm's worker entry points to a function
     that touches the target or draft model, with its path:line, and each of those sites
     marked with its role, member and status. Read from the version's source."""
-    from tracker.render.documents import to_json
+    from tracker.render.documents import document_json
     from tracker.render.graph_export import ROLES, build_graph, graph_document, to_dot, to_graphml
 
     src, resolved = ws.resolve(version)
@@ -156,7 +156,7 @@ def graph(
         click.echo(f"tracker: note: no worker class found for {name} at {resolved}", err=True)
     flush_warnings(ws)
     if fmt == "json":
-        emit(to_json(graph_document(found)), output)
+        emit(document_json(graph_document(found)), output)
     elif fmt == "graphml":
         emit(to_graphml(found), output)
     else:

@@ -46,7 +46,7 @@ def shipped_versions() -> list[str]:
     return sort_versions(p.stem for p in shipped_dir().glob("v*.json"))
 
 
-class Reporter:
+class Feedback:
     """Progress and notes from long work; the CLI shows them, tests ignore them."""
 
     def phase(self, message: str) -> None:
@@ -60,7 +60,7 @@ class Reporter:
 
 
 @dataclass
-class Analysis:
+class SourceAnalysis:
     """A version analysed from its files (not from a snapshot)."""
 
     tree: VersionTree
@@ -72,13 +72,13 @@ class Analysis:
 @dataclass
 class Workspace:
     source: Source
-    reporter: Reporter = field(default_factory=Reporter)
+    feedback: Feedback = field(default_factory=Feedback)
     use_shipped: bool = True
     use_cache: bool = True
     # Breaks the user accepts (tracker.toml): marked on every snapshot this workspace hands
     # out, after the analysis and before any report, never in what is cached.
     accepted: AcceptedBreaks | None = None
-    _analyses: dict[tuple[int, str], Analysis] = field(default_factory=dict)
+    _analyses: dict[tuple[int, str], SourceAnalysis] = field(default_factory=dict)
 
     def mark(self, compat: Compat) -> Compat:
         """`compat` with the accepted breaks marked (the same object when none are)."""
@@ -119,7 +119,7 @@ class Workspace:
                 known = shipped_versions()
                 if not known:
                     raise
-                self.reporter.warn(f"{exc}; using the releases with shipped snapshots")
+                self.feedback.warn(f"{exc}; using the releases with shipped snapshots")
             return expand_range(spec, known)
         return expand_spec(self.source, spec)
 
@@ -164,7 +164,7 @@ class Workspace:
 
     # ------------------------------------------------------------------ analysis
 
-    def analyse(self, source: Source, version: str) -> Analysis:
+    def analyse(self, source: Source, version: str) -> SourceAnalysis:
         memo = (id(source), version)
         if memo in self._analyses:
             return self._analyses[memo]
@@ -172,12 +172,12 @@ class Workspace:
         from tracker.analysis.interface import build_interface
         from tracker.analysis.loader import load_index
 
-        self.reporter.phase(f"reading {version} from {source.describe()}")
+        self.feedback.phase(f"reading {version} from {source.describe()}")
         tree = source.tree(version)
         index = load_index(
             tree,
-            progress=self.reporter.progress(f"parsing {version}"),
-            on_phase=self.reporter.phase,
+            progress=self.feedback.progress(f"parsing {version}"),
+            on_phase=self.feedback.phase,
         )
         file_warnings = []
         for facts in sorted(index.modules.values(), key=lambda f: f.path):
@@ -193,9 +193,9 @@ class Workspace:
         # Kept with the interface, so a snapshot read from the cache says it again.
         interface.warnings.extend(file_warnings)
         for warning in file_warnings:
-            self.reporter.warn(warning)
+            self.feedback.warn(warning)
         compat = build_compat(index, interface)
-        analysis = Analysis(tree, index, interface, compat)
+        analysis = SourceAnalysis(tree, index, interface, compat)
         # Keep the last few: a command asks for one or two versions again (check, then
         # fix); a range of forty must not hold forty indexes in memory.
         if len(self._analyses) >= 2:
@@ -214,7 +214,7 @@ class Workspace:
         if found is not None:
             for warning in found.interface.warnings:
                 if FILE_WARNING in warning:
-                    self.reporter.warn(warning)
+                    self.feedback.warn(warning)
             return replace(found, compat=self.mark(found.compat))
         analysis = self.analyse(source, version)
         snap = Snapshot(
@@ -229,7 +229,7 @@ class Workspace:
             try:
                 write_cached(cache_file, snap)
             except OSError as exc:
-                self.reporter.warn(f"could not cache the snapshot of {version}: {exc}")
+                self.feedback.warn(f"could not cache the snapshot of {version}: {exc}")
         return replace(snap, compat=self.mark(snap.compat))
 
     def _lookup(self, source: Source, version: str) -> tuple[Snapshot | None, Path, str]:
@@ -262,8 +262,7 @@ class Workspace:
                 return found(cached, "cache"), cache_file, ""
             return None, cache_file, ""
         # A commit names its content: a snapshot cached for it needs no file listing.
-        commit_of = getattr(source, "commit_of", None)
-        sha = commit_of(version) if commit_of is not None else None
+        sha = source.commit_of(version)
         by_commit = cache_root() / "snapshots" / f"git-{sha}.json" if sha else None
         if self.use_cache and by_commit is not None and usable(cached := load_cached(by_commit)):
             return found(cached, "cache"), by_commit, ""
@@ -288,7 +287,7 @@ class Workspace:
             self._build_in_parallel(versions)
         out = []
         for i, version in enumerate(versions, 1):
-            self.reporter.phase(f"[{i}/{len(versions)}] {version}")
+            self.feedback.phase(f"[{i}/{len(versions)}] {version}")
             out.append(self.snapshot_of(self.source, version))
         return out
 
@@ -306,8 +305,8 @@ class Workspace:
         for version in missing:
             tree = self.source.tree(version)
             wanted += [(tree, path, reads_in_full(path)) for path in seed_paths(tree)]
-        prefetch(wanted, progress=self.reporter.progress("parsing"))
-        self.reporter.phase(f"analysing {len(missing)} versions")
+        prefetch(wanted, progress=self.feedback.progress("parsing"))
+        self.feedback.phase(f"analysing {len(missing)} versions")
         import multiprocessing
         from concurrent.futures import ProcessPoolExecutor
 

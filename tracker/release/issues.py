@@ -44,7 +44,7 @@ _REPORT = re.compile(r"<!--\s*sglang-tracker:report=(\{.*?\})\s*-->", re.DOTALL)
 
 
 @dataclass(frozen=True)
-class Report:
+class IssueFacts:
     """What an issue reports: the facts its fingerprint is made of."""
 
     kind: str
@@ -67,7 +67,7 @@ class Report:
 
 @dataclass(frozen=True)
 class IssueDoc:
-    report: Report
+    report: IssueFacts
     title: str
     labels: tuple[str, ...]
     body: str
@@ -82,7 +82,7 @@ class IssueDoc:
                 "body": self.body}
 
 
-class Analysed(Protocol):
+class IndexedTree(Protocol):
     """What the fix patch needs of a version: its files and its index."""
 
     tree: VersionTree
@@ -96,7 +96,7 @@ def fingerprint_marker(fingerprint: str) -> str:
     return f"<!-- sglang-tracker:fingerprint={fingerprint} -->"
 
 
-def report_marker(report: Report) -> str:
+def report_marker(report: IssueFacts) -> str:
     return f"<!-- sglang-tracker:report={json.dumps(report.to_dict(), sort_keys=True)} -->"
 
 
@@ -105,14 +105,14 @@ def fingerprint_in(body: str | None) -> str | None:
     return match.group(1) if match else None
 
 
-def report_in(body: str | None) -> Report | None:
+def report_in(body: str | None) -> IssueFacts | None:
     """The report an issue body carries, or None when it has none (or a damaged one)."""
     match = _REPORT.search(body or "")
     if match is None:
         return None
     try:
         data = json.loads(match.group(1))
-        return Report(**{k: str(data[k]) for k in
+        return IssueFacts(**{k: str(data[k]) for k in
                          ("kind", "algorithm", "role", "subject", "version", "previous")})
     except (ValueError, KeyError, TypeError):
         return None
@@ -155,7 +155,7 @@ def oversight(check: ModelCheck, compat: Compat) -> bool:
 
 def build_issues(d: Diff, old: Interface, new: Interface, compat: Compat, *, source: str,
                  options: RenderOptions,
-                 analysis: Callable[[], Analysed | None] | None = None,
+                 analysis: Callable[[], IndexedTree | None] | None = None,
                  known: Container[str] = (), fix_options: str = "") -> list[IssueDoc]:
     """One issue per reportable change of `d`, in the diff's rank order.
 
@@ -166,9 +166,9 @@ def build_issues(d: Diff, old: Interface, new: Interface, compat: Compat, *, sou
     `--at VERSION`).
     """
     fix_options = fix_options or f"--at {d.new_version}"
-    loaded: list[Analysed | None] = []
+    loaded: list[IndexedTree | None] = []
 
-    def lazy() -> Analysed | None:
+    def lazy() -> IndexedTree | None:
         if not loaded:
             loaded.append(analysis() if analysis is not None else None)
         return loaded[0]
@@ -177,7 +177,7 @@ def build_issues(d: Diff, old: Interface, new: Interface, compat: Compat, *, sou
     for change in sorted(d.changes, key=rank):
         if not reportable(change, compat):
             continue
-        report = Report(change.kind, change.algorithm, change.role or "target",
+        report = IssueFacts(change.kind, change.algorithm, change.role or "target",
                         change.subject, d.new_version, d.old_version)
         filed = report.fingerprint in known
         if change.kind in MODEL_KINDS:
@@ -193,7 +193,7 @@ def build_issues(d: Diff, old: Interface, new: Interface, compat: Compat, *, sou
     return out
 
 
-def _common(report: Report, source: str) -> dict[str, Any]:
+def _common(report: IssueFacts, source: str) -> dict[str, Any]:
     return {"schema": ISSUE_SCHEMA, "fingerprint": report.fingerprint,
             "report": report.to_dict(), "kind": report.kind, "algorithm": report.algorithm,
             "role": report.role, "from": report.previous, "to": report.version,
@@ -201,7 +201,7 @@ def _common(report: Report, source: str) -> dict[str, Any]:
             "report_marker": report_marker(report)}
 
 
-def _issue(report: Report, doc: dict[str, Any], options: RenderOptions,
+def _issue(report: IssueFacts, doc: dict[str, Any], options: RenderOptions,
            render_body: bool = True) -> IssueDoc:
     title = _title(report, doc)
     # GitHub refuses titles over 256 characters and bodies over 65536.
@@ -221,7 +221,7 @@ def _issue(report: Report, doc: dict[str, Any], options: RenderOptions,
     return IssueDoc(report, doc["title"], tuple(doc["labels"]), body)
 
 
-def _labels(report: Report) -> tuple[str, ...]:
+def _labels(report: IssueFacts) -> tuple[str, ...]:
     extra = {"model_wrapper_broke": ("model-wrapper", "regression"),
              "model_wrapper_contract_broke": ("model-wrapper", "regression"),
              "model_wrapper_added_unsupported": ("model-wrapper", "new-model")}
@@ -229,7 +229,7 @@ def _labels(report: Report) -> tuple[str, ...]:
     return (*BASE_LABELS, f"algorithm:{report.algorithm}", *specific)
 
 
-def _title(report: Report, doc: dict[str, Any]) -> str:
+def _title(report: IssueFacts, doc: dict[str, Any]) -> str:
     alg, subject, version = report.algorithm, report.subject, report.version
     missing = ", ".join(m["member"] for m in doc.get("missing", []))
     broken = "; ".join(dict.fromkeys(f["headline"] for f in doc.get("contract", [])))
@@ -257,9 +257,9 @@ def _title(report: Report, doc: dict[str, Any]) -> str:
 # ------------------------------------------------------------------ model issues
 
 
-def _model_document(report: Report, check: ModelCheck, before: ModelCheck | None,
+def _model_document(report: IssueFacts, check: ModelCheck, before: ModelCheck | None,
                     new: Interface, compat: Compat,
-                    analysis: Callable[[], Analysed | None], fix_options: str
+                    analysis: Callable[[], IndexedTree | None], fix_options: str
                     ) -> dict[str, Any]:
     requirements = {r.member: r for r in new.for_algorithm(report.algorithm, report.role)}
     delegated: dict[str, Delegation] = {}
@@ -318,7 +318,7 @@ def contract_docs(check: ModelCheck) -> list[dict[str, Any]]:
     return out
 
 
-def patch_document(found: Analysed, check: ModelCheck) -> dict[str, Any] | None:
+def patch_document(found: IndexedTree, check: ModelCheck) -> dict[str, Any] | None:
     """The `tracker fix` patch for `check` as a document, or None when there is none."""
     from tracker.analysis.compat import class_key_for
     from tracker.release.fixpatch import build_patch
@@ -334,7 +334,7 @@ def patch_document(found: Analysed, check: ModelCheck) -> dict[str, Any] | None:
             "skipped": list(patch.skipped)}
 
 
-def _class_site(found: Analysed, model: str) -> dict[str, Any] | None:
+def _class_site(found: IndexedTree, model: str) -> dict[str, Any] | None:
     from tracker.analysis.compat import class_key_for
 
     key = class_key_for(found.index, model)
@@ -347,7 +347,7 @@ def _class_site(found: Analysed, model: str) -> dict[str, Any] | None:
 # ----------------------------------------------------------------- member issues
 
 
-def _member_document(report: Report, change: Change, old: Interface, new: Interface,
+def _member_document(report: IssueFacts, change: Change, old: Interface, new: Interface,
                      compat: Compat) -> dict[str, Any]:
     req = change.new if isinstance(change.new, Requirement) else None
     before = change.old if isinstance(change.old, Requirement) else None
@@ -376,7 +376,7 @@ def _member_document(report: Report, change: Change, old: Interface, new: Interf
 # ------------------------------------------------------------------- lifecycle
 
 
-def fixed_reason(report: Report, interface: Interface, compat: Compat) -> str | None:
+def fixed_reason(report: IssueFacts, interface: Interface, compat: Compat) -> str | None:
     """Why the version of `interface`/`compat` no longer shows what `report` reports, or
     None while it still does (or the report is not one a release can resolve)."""
     from tracker.sources.versions import parse_version
@@ -406,7 +406,7 @@ def fixed_reason(report: Report, interface: Interface, compat: Compat) -> str | 
             f"{report.role} model at {interface.version}.")
 
 
-def fixed_comment(report: Report, version: str, reason: str) -> str:
+def fixed_comment(report: IssueFacts, version: str, reason: str) -> str:
     return (f"{closed_marker(version)}\nFixed in **{version}**: {reason}\n\n"
             f"Closed by sglang-tracker (this issue reported {report.kind} for "
             f"{report.algorithm} at {report.version}).\n")

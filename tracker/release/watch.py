@@ -24,7 +24,7 @@ from tracker.compare.snapshot import Snapshot
 from tracker.compare.workspace import Workspace
 from tracker.release.issues import (
     IssueDoc,
-    Report,
+    IssueFacts,
     accepted_instead,
     build_issues,
     closed_marker,
@@ -95,7 +95,7 @@ class Tracked:
     fingerprint: str
     ref: str  # URL or file path
     open: bool
-    report: Report | None
+    report: IssueFacts | None
 
 
 class Sink(Protocol):
@@ -110,7 +110,7 @@ class Sink(Protocol):
     def resolve(self, tracked: Tracked, version: str, reason: str) -> None: ...
 
 
-def _trusted_report(body: str, fingerprint: str) -> Report | None:
+def _trusted_report(body: str, fingerprint: str) -> IssueFacts | None:
     report = report_in(body)
     # A report edited by hand no longer matches its fingerprint: not acted upon.
     return report if report is not None and report.fingerprint == fingerprint else None
@@ -186,7 +186,7 @@ class DirSink:
             report = None
             if isinstance(e.get("report"), dict):
                 try:
-                    report = Report(**{k: str(e["report"][k]) for k in (
+                    report = IssueFacts(**{k: str(e["report"][k]) for k in (
                         "kind", "algorithm", "role", "subject", "version", "previous")})
                 except KeyError:
                     report = None
@@ -370,9 +370,8 @@ def run_watch(ws: Workspace, sink: Sink, state_path: Path, *, since: str | None 
         if not dry_run:
             save_state(state_path, state)
     source = ws.source
-    fetcher = getattr(source, "fetch", None)
-    if source.kind == "git" and fetcher is not None:
-        say(str(fetcher()))
+    if source.kind == "git":
+        say(source.fetch())
     versions = source.versions()
     if not versions:
         raise TrackerError(f"{source.describe()} lists no releases")

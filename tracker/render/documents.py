@@ -249,7 +249,7 @@ def check_document(
 # -------------------------------------------------------------------------- output
 
 
-def to_json(doc: dict[str, Any]) -> str:
+def document_json(doc: dict[str, Any]) -> str:
     return json.dumps(doc, indent=2, sort_keys=False, ensure_ascii=False) + "\n"
 
 
@@ -258,7 +258,7 @@ def render(
 ) -> str:
     """`template` is the report name (`diff`), `fmt` one of text/md/json."""
     if fmt == "json":
-        return to_json(doc)
+        return document_json(doc)
     import jinja2
 
     options = options or RenderOptions()
