@@ -23,10 +23,10 @@ else:  # the `bench` helpers below come from this checkout, after the installed 
     sys.path.append(str(Path(__file__).resolve().parent.parent))
 
 from bench.release_repo import BRANCH, DAY, FIRST_DATE, FastImport, git
-from tracker.errors import TrackerError
+from tracker.common.errors import TrackerError
 from tracker.sources import expand_spec
 from tracker.sources.pypi import PypiSource, PypiTree
-from tracker.versions import sort_versions
+from tracker.sources.versions import sort_versions
 
 
 def build_release_repo(

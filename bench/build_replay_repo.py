@@ -37,7 +37,7 @@ else:  # the `bench` helpers below come from this checkout, after the installed 
     sys.path.append(str(Path(__file__).resolve().parent.parent))
 
 from bench.release_repo import BRANCH, FIRST_DATE, FastImport, git
-from tracker.errors import TrackerError
+from tracker.common.errors import TrackerError
 from tracker.sources.base import VersionTree
 from tracker.sources.pypi import PypiSource
 

@@ -14,7 +14,7 @@ from pathlib import Path
 from types import TracebackType
 from typing import IO
 
-from tracker.errors import TrackerError
+from tracker.common.errors import TrackerError
 
 BRANCH = "refs/heads/main"
 # Fixed names and dates so that the same releases always give the same commit ids.

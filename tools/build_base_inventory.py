@@ -9,7 +9,8 @@ models inherit from, read from the packages' real source at the versions SGLang 
 2. For each pinned version of each package, fetch the wheel with
    `pip download --no-deps --only-binary=:all:` into a cache directory (for torch a small
    macOS wheel: its Python source is the same as the CUDA wheel's), and run this tool's own
-   extraction (tracker.parse facts, tracker.index names and MRO) over the modules needed.
+   extraction (tracker.extract.parse facts, tracker.analysis.index names and MRO) over the
+   modules needed.
 3. Write, per package version and class, the member names it provides, inherited members
    included (dunders kept, `_private` names left out: no requirement names one), and its
    bases in other packages (`transformers.PreTrainedModel` -> `torch.nn.Module`).
@@ -35,16 +36,16 @@ from pathlib import Path
 
 from packaging.version import Version
 
-from tracker.cachedir import cache_root
-from tracker.externals import SCHEMA, parse_inventory
-from tracker.facts import ModuleFacts
-from tracker.index import VersionIndex, key
-from tracker.loader import load_index
-from tracker.parse import extract_facts
-from tracker.resources import data_file
+from tracker.analysis.externals import SCHEMA, parse_inventory
+from tracker.analysis.index import VersionIndex, key
+from tracker.analysis.loader import load_index
+from tracker.common.cachedir import cache_root
+from tracker.common.resources import data_file
+from tracker.extract.facts import ModuleFacts
+from tracker.extract.parse import extract_facts
 from tracker.sources import open_source
 from tracker.sources.base import content_id
-from tracker.versions import expand_range
+from tracker.sources.versions import expand_range
 
 ROOT = Path(__file__).resolve().parent.parent
 # Package -> extra `pip download` arguments. torch: a small CPU wheel, never the CUDA one.

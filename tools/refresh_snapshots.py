@@ -13,10 +13,10 @@ import sys
 import time
 from pathlib import Path
 
-from tracker.app import Workspace
-from tracker.snapshot import write_file
+from tracker.compare.snapshot import write_file
+from tracker.compare.workspace import Workspace
 from tracker.sources import open_source
-from tracker.versions import expand_range
+from tracker.sources.versions import expand_range
 
 ROOT = Path(__file__).resolve().parent.parent
 

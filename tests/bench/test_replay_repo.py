@@ -9,7 +9,7 @@ from pathlib import Path
 import pytest
 
 from bench.build_replay_repo import Change, FileChange, file_changes, replay_trees
-from tracker.errors import SourceError, TrackerError
+from tracker.common.errors import SourceError, TrackerError
 from tracker.sources.base import VersionTree
 from tracker.sources.git import GitSource
 

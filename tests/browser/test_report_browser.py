@@ -18,12 +18,12 @@ from typing import Any, ClassVar
 import pytest
 from click.testing import CliRunner
 
-from tracker.app import shipped_versions
 from tracker.cli import cli
-from tracker.matrix import build_matrix
-from tracker.snapshot import Snapshot, load_file, shipped_dir
+from tracker.compare.matrix import build_matrix
+from tracker.compare.snapshot import Snapshot, load_file, shipped_dir
+from tracker.compare.workspace import shipped_versions
 from tracker.sources import clear_memo
-from tracker.versions import expand_range
+from tracker.sources.versions import expand_range
 
 pytestmark = pytest.mark.browser
 

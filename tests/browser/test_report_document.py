@@ -15,12 +15,12 @@ from typing import Any
 import pytest
 from click.testing import CliRunner
 
-from tracker import report as rpt
-from tracker.app import shipped_versions
 from tracker.cli import cli
-from tracker.matrix import build_matrix
-from tracker.snapshot import Snapshot, load_file, shipped_dir
-from tracker.versions import expand_range
+from tracker.compare.matrix import build_matrix
+from tracker.compare.snapshot import Snapshot, load_file, shipped_dir
+from tracker.compare.workspace import shipped_versions
+from tracker.render import report as rpt
+from tracker.sources.versions import expand_range
 
 SVG = "{http://www.w3.org/2000/svg}"
 KIMI = "KimiK25ForConditionalGeneration"

@@ -8,9 +8,9 @@ import json
 
 import pytest
 
-from tracker.app import Workspace, shipped_versions
-from tracker.diff import diff
-from tracker.render import RenderOptions, diff_document, interface_document, render
+from tracker.compare.diff import diff
+from tracker.compare.workspace import Workspace, shipped_versions
+from tracker.render.documents import RenderOptions, diff_document, interface_document, render
 from tracker.sources.pypi import PypiSource
 
 VERSIONS = shipped_versions()

@@ -14,10 +14,10 @@ from typing import Any
 import pytest
 from click.testing import Result
 
-from tracker.app import Workspace
-from tracker.diff import diff
-from tracker.issues import IssueDoc, build_issues, fingerprint_in, report_in
-from tracker.render import RenderOptions
+from tracker.compare.diff import diff
+from tracker.compare.workspace import Workspace
+from tracker.release.issues import IssueDoc, build_issues, fingerprint_in, report_in
+from tracker.render.documents import RenderOptions
 from tracker.sources import open_source
 
 Tracker = Callable[..., Result]  # the `tracker` fixture of tests/cli/conftest.py

@@ -11,8 +11,8 @@ from pathlib import Path
 import pytest
 from click.testing import Result
 
-from tracker.errors import TrackerError
-from tracker.triage import parse_error
+from tracker.common.errors import TrackerError
+from tracker.release.triage import parse_error
 
 Tracker = Callable[..., Result]  # the `tracker` fixture of tests/cli/conftest.py
 

@@ -9,11 +9,11 @@ from pathlib import Path
 
 import pytest
 
-from tracker.app import Workspace
-from tracker.compat import Compat
-from tracker.snapshot import shipped_dir
+from tracker.analysis.compat import Compat
+from tracker.compare.snapshot import shipped_dir
+from tracker.compare.workspace import Workspace
 from tracker.sources import open_source
-from tracker.versions import sort_versions
+from tracker.sources.versions import sort_versions
 
 pytestmark = pytest.mark.realdata
 

@@ -9,7 +9,7 @@ from typing import Any
 
 import pytest
 
-from tracker.errors import NoSpeculativeDecodingError
+from tracker.common.errors import NoSpeculativeDecodingError
 from tracker.sources.pypi import PypiSource
 
 Run = Any  # the `run` fixture of tests/integration/conftest.py

@@ -10,12 +10,12 @@ from pathlib import Path
 import pytest
 from packaging.version import Version
 
-from tracker.app import Workspace
-from tracker.compat import ModelCheck
-from tracker.externals import load_inventory
-from tracker.snapshot import current_builder, load_file, shipped_dir, to_json
+from tracker.analysis.compat import ModelCheck
+from tracker.analysis.externals import load_inventory
+from tracker.compare.snapshot import current_builder, load_file, shipped_dir, to_json
+from tracker.compare.workspace import Workspace
 from tracker.sources import open_source
-from tracker.versions import parse_version, sort_versions
+from tracker.sources.versions import parse_version, sort_versions
 
 pytestmark = pytest.mark.realdata
 

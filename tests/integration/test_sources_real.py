@@ -15,7 +15,7 @@ from bench.build_release_repo import build_release_repo
 from tracker.sources.base import VersionTree, content_id
 from tracker.sources.git import GitSource
 from tracker.sources.pypi import PypiSource
-from tracker.versions import parse_version
+from tracker.sources.versions import parse_version
 
 pytestmark = pytest.mark.realdata
 

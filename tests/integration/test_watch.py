@@ -19,10 +19,10 @@ from click.testing import CliRunner, Result
 from fake_github import REPO, TOKEN, State, fake_github
 
 from tracker.cli import cli
-from tracker.errors import TrackerError
-from tracker.issues import IssueDoc, Report, fingerprint_in, fingerprint_marker
+from tracker.common.errors import TrackerError
+from tracker.release.issues import IssueDoc, IssueFacts, fingerprint_in, fingerprint_marker
+from tracker.release.watch import DirSink, load_state
 from tracker.sources import clear_memo
-from tracker.watch import DirSink, load_state
 
 KIMI = "KimiK25ForConditionalGeneration"
 # What v0.5.9 brings for EAGLE3 (diffed against v0.5.8.post1, its predecessor on PyPI).
@@ -64,7 +64,7 @@ def by_subject(state: State) -> dict[str, dict[str, Any]]:
 
 def no_sleep(monkeypatch: pytest.MonkeyPatch) -> list[float]:
     slept: list[float] = []
-    monkeypatch.setattr("tracker.publish._sleep", slept.append)
+    monkeypatch.setattr("tracker.release.publish._sleep", slept.append)
     return slept
 
 
@@ -347,7 +347,7 @@ def test_posting_without_a_token_stops_before_anything_is_read(tmp_path: Path) -
 
 
 def doc(subject: str) -> IssueDoc:
-    report = Report("model_wrapper_broke", "EAGLE3", "target", subject, "v0.5.9", "v0.5.8")
+    report = IssueFacts("model_wrapper_broke", "EAGLE3", "target", subject, "v0.5.9", "v0.5.8")
     return IssueDoc(
         report,
         f"[EAGLE3] {subject}",

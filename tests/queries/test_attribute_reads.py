@@ -2,7 +2,7 @@
 and constant-key subscripts `receiver["key"]`.
 
 The query also captures the function of a method call (`x.argmax` in `x.argmax(-1)`) and
-assignment targets: tracker.parse drops those, see tests/unit/test_parse.py.
+assignment targets: tracker.extract.parse drops those, see tests/unit/test_parse.py.
 """
 
 from __future__ import annotations
@@ -76,8 +76,8 @@ def test_an_f_string_key_is_not_a_constant_key(captures) -> None:
 
 def test_a_tuple_index_of_strings_is_not_a_constant_key_in_the_facts() -> None:
     # The query still matches the first item (tree-sitter anchors cannot say "the only
-    # subscript"); tracker.parse drops subscripts with more than one index.
-    from tracker.parse import extract_facts
+    # subscript"); tracker.extract.parse drops subscripts with more than one index.
+    from tracker.extract.parse import extract_facts
 
     facts = extract_facts("m.py", "0", b'frame["input_ids", "positions"]\n')
     assert [r for r in facts.reads if r.kind == "key"] == []

@@ -24,7 +24,7 @@ def init(self, server_args):
     logger.warning("no aux hidden states in %s", self.model.config.name)
 """
 
-# The elif is not an if statement of its own: tracker.parse reads it from the `if`.
+# The elif is not an if statement of its own: tracker.extract.parse reads it from the `if`.
 EXPECTED = [
     ("assert.test", 'hasattr(self.target_worker.model_runner.model, "get_embed_and_head")', 14),
     ("boolean.expression", "is_fa3_available() and not server_args.disable_fa3", 8),

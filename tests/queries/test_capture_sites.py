@@ -26,7 +26,7 @@ class Wrapper(nn.Module):
 """
 
 # A call that both call patterns match (`self.logits_processor(..., aux_hidden_states)`)
-# is captured twice; tracker.parse keeps it once. `print(len(...))` and the local
+# is captured twice; tracker.extract.parse keeps it once. `print(len(...))` and the local
 # `total = ...` are not captured: only what moves capture state or inner models is.
 EXPECTED = [
     ('call.arguments', '()', 3),

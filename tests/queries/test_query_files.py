@@ -9,8 +9,8 @@ from pathlib import Path
 
 import pytest
 
-from tracker.parse import QUERY_NAMES, compiled_query
-from tracker.resources import queries_dir
+from tracker.common.resources import queries_dir
+from tracker.extract.parse import QUERY_NAMES, compiled_query
 
 # The subjects a capture may be about: the part of its name before the first dot.
 VOCABULARY = frozenset({

@@ -266,7 +266,7 @@ class HalfThenFail:
 
 
 class FailingOs:
-    """`os` for tracker.atomic, whose files fail half-way through their first write."""
+    """`os` for tracker.common.atomic, whose files fail half-way through their first write."""
 
     def __init__(self, error: Callable[[], BaseException], only: str = "") -> None:
         self._error = error
@@ -288,7 +288,7 @@ class FailingOs:
 
 def load_cached_snapshot(path: Path) -> Any:
     """A snapshot from the cache folder (which may keep a checksum line before the JSON)."""
-    from tracker import snapshot
+    from tracker.compare import snapshot
 
     loader = getattr(snapshot, "load_cached", None) or snapshot.load_file
     return loader(path)

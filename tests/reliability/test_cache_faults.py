@@ -20,7 +20,7 @@ from pathlib import Path
 import pytest
 from sgl_trees import build, tree
 
-import tracker.atomic
+import tracker.common.atomic
 from tests.reliability.support import (
     MAIN,
     SRT,
@@ -32,10 +32,10 @@ from tests.reliability.support import (
     split_cached_snapshot,
     tracker_env,
 )
-from tracker.atomic import write_bytes_atomic
-from tracker.factstore import _decode, _encode, facts_dir, load_facts
-from tracker.parse import extract_facts
-from tracker.snapshot import Builder, Snapshot, load_file, to_json, write_file
+from tracker.common.atomic import write_bytes_atomic
+from tracker.compare.snapshot import Builder, Snapshot, load_file, to_json, write_file
+from tracker.extract.parse import extract_facts
+from tracker.extract.store import _decode, _encode, facts_dir, load_facts
 from tracker.sources.base import SourceIdentity, content_id
 from tracker.sources.dir import DirSource
 
@@ -59,9 +59,9 @@ from pathlib import Path
 sys.path[:0] = [sys.argv[3], sys.argv[3] + "/tests/unit"]
 mode, target = sys.argv[1], Path(sys.argv[2])
 from sgl_trees import build, tree
-from tracker.atomic import write_bytes_atomic
-from tracker.factstore import _parse_and_store
-from tracker.snapshot import Builder, Snapshot, write_file
+from tracker.common.atomic import write_bytes_atomic
+from tracker.extract.store import _parse_and_store
+from tracker.compare.snapshot import Builder, Snapshot, write_file
 from tracker.sources.base import SourceIdentity, content_id
 
 def snapshot(version):
@@ -197,7 +197,7 @@ def _disk_full() -> OSError:
 
 @pytest.fixture
 def disk_full(monkeypatch: pytest.MonkeyPatch) -> Iterator[None]:
-    monkeypatch.setattr(tracker.atomic, "os", FailingOs(_disk_full))
+    monkeypatch.setattr(tracker.common.atomic, "os", FailingOs(_disk_full))
     yield
 
 
@@ -209,7 +209,7 @@ def test_a_write_failing_half_way_keeps_the_old_file_and_leaves_no_temporary(
 ) -> None:
     target = tmp_path / "dir" / "file.json"
     write_bytes_atomic(target, b"old content")
-    monkeypatch.setattr(tracker.atomic, "os", FailingOs(error))
+    monkeypatch.setattr(tracker.common.atomic, "os", FailingOs(error))
     with pytest.raises((OSError, KeyboardInterrupt)):
         write_bytes_atomic(target, b"new content " * 100_000)
     assert target.read_bytes() == b"old content"
@@ -265,10 +265,10 @@ def test_a_cache_folder_that_cannot_be_created_costs_speed_not_the_answer(
 FAILING_TRACKER = r"""
 import errno, os, sys
 sys.path[:0] = [sys.argv[1], sys.argv[1] + "/tests/unit"]
-import tracker.atomic
+import tracker.common.atomic
 from tests.reliability.support import FailingOs
 only = os.environ.get("FAIL_ONLY", "")
-tracker.atomic.os = FailingOs(lambda: OSError(errno.ENOSPC, os.strerror(errno.ENOSPC)), only)
+tracker.common.atomic.os = FailingOs(lambda: OSError(errno.ENOSPC, os.strerror(errno.ENOSPC)), only)
 from tracker.cli import main
 main(sys.argv[2:])
 """

@@ -18,8 +18,8 @@ from tests.reliability.support import (
     tracker_command,
     tracker_env,
 )
-from tracker.factstore import _decode
-from tracker.parse import extract_facts
+from tracker.extract.parse import extract_facts
+from tracker.extract.store import _decode
 from tracker.sources.dir import DirSource
 
 MakeDir = Callable[..., Path]

@@ -15,18 +15,18 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from tracker.compat import build_compat
-from tracker.diff import diff
-from tracker.interface import build_interface
-from tracker.loader import load_index
-from tracker.render import (
+from tracker.analysis.compat import build_compat
+from tracker.analysis.interface import build_interface
+from tracker.analysis.loader import load_index
+from tracker.compare.diff import diff
+from tracker.compare.snapshot import Builder, Snapshot, content_digest, to_json
+from tracker.render.documents import (
     RenderOptions,
     check_document,
     diff_document,
     interface_document,
     render,
 )
-from tracker.snapshot import Builder, Snapshot, content_digest, to_json
 from tracker.sources.base import SourceIdentity, VersionTree, content_id
 from tracker.sources.pypi import PypiSource
 

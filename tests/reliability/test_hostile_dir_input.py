@@ -23,10 +23,10 @@ from tests.reliability.support import (
     tracker_command,
     tracker_env,
 )
-from tracker.compat import build_compat
-from tracker.index import VersionIndex
-from tracker.interface import build_interface
-from tracker.parse import extract_facts
+from tracker.analysis.compat import build_compat
+from tracker.analysis.index import VersionIndex
+from tracker.analysis.interface import build_interface
+from tracker.extract.parse import extract_facts
 from tracker.sources.base import content_id
 
 MakeDir = Callable[..., Path]

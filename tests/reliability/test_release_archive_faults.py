@@ -131,7 +131,7 @@ def test_cached_releases_answer_offline_exactly_as_online(
 
 
 def test_shipped_snapshots_answer_offline_with_an_empty_cache(fake_index: FakeIndex) -> None:
-    from tracker.snapshot import current_builder, is_current, load_file, shipped_dir
+    from tracker.compare.snapshot import current_builder, is_current, load_file, shipped_dir
 
     for version in ("v0.5.8", "v0.5.9"):
         shipped = load_file(shipped_dir() / f"{version}.json")

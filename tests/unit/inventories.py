@@ -8,7 +8,7 @@ from typing import Any
 
 import pytest
 
-from tracker.externals import SCHEMA, ExternalBases, parse_inventory
+from tracker.analysis.externals import SCHEMA, ExternalBases, parse_inventory
 from tracker.sources.base import Pins
 
 MODULE = "torch.nn.modules.module.Module"
@@ -66,4 +66,4 @@ def pins(**versions: str) -> Pins:
 def use(monkeypatch: pytest.MonkeyPatch, document: dict[str, Any] | None = None) -> None:
     """Make provision look external bases up in `document` (DOC by default)."""
     inventory = parse_inventory(document or DOC, "the test inventory")
-    monkeypatch.setattr("tracker.compat.bases_for", lambda p: ExternalBases(inventory, p))
+    monkeypatch.setattr("tracker.analysis.compat.bases_for", lambda p: ExternalBases(inventory, p))

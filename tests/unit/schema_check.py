@@ -10,7 +10,7 @@ from typing import Any
 from jsonschema import Draft202012Validator
 from referencing import Registry, Resource
 
-from tracker.resources import schemas_dir
+from tracker.common.resources import schemas_dir
 
 
 @functools.cache

@@ -8,11 +8,11 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from pathlib import Path
 
-from tracker.compat import Compat, build_compat
-from tracker.index import VersionIndex
-from tracker.interface import Interface, build_interface
-from tracker.loader import reads_in_full
-from tracker.parse import extract_facts
+from tracker.analysis.compat import Compat, build_compat
+from tracker.analysis.index import VersionIndex
+from tracker.analysis.interface import Interface, build_interface
+from tracker.analysis.loader import reads_in_full
+from tracker.extract.parse import extract_facts
 from tracker.sources.base import content_id
 
 SRT = "python/sglang/srt/"
@@ -148,7 +148,7 @@ BASE: dict[str, str] = {path: textwrap.dedent(text).lstrip() for path, text in _
 # A models file (add it as "models/dec.py") whose causal LM keeps EAGLE3's aux-hidden-state
 # contract: the setter writes the layer ids the decoder reads, the decoder returns the aux
 # list it fills, the forward hands it to the logits processor. Tests break it one line at
-# a time (tracker.contract has one rule per way).
+# a time (tracker.analysis.contract has one rule per way).
 CAPTURE_LM = textwrap.dedent("""
     from torch import nn
 

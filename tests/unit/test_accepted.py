@@ -9,9 +9,9 @@ from pathlib import Path
 
 import pytest
 
-from tracker.accepted import AcceptedBreak, AcceptedBreaks, load_accepted, mark
-from tracker.compat import Compat, ModelCheck
-from tracker.errors import TrackerError
+from tracker.analysis.compat import Compat, ModelCheck
+from tracker.common.errors import TrackerError
+from tracker.compare.accepted import AcceptedBreak, AcceptedBreaks, load_accepted, mark
 
 KIMI = "KimiK25ForConditionalGeneration"
 GOOD = f"""

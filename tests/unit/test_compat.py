@@ -8,11 +8,11 @@ import inventories
 import pytest
 from sgl_trees import Built, build, tree
 
-from tracker.compat import ModelCheck, Provision, build_compat, provision
-from tracker.index import VersionIndex
-from tracker.interface import build_interface
-from tracker.loader import load_index
-from tracker.parse import extract_facts
+from tracker.analysis.compat import ModelCheck, Provision, build_compat, provision
+from tracker.analysis.index import VersionIndex
+from tracker.analysis.interface import build_interface
+from tracker.analysis.loader import load_index
+from tracker.extract.parse import extract_facts
 from tracker.sources.base import content_id
 from tracker.sources.dir import DirSource
 

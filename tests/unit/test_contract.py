@@ -7,9 +7,9 @@ from textwrap import dedent
 
 import pytest
 
-from tracker.contract import ContractRule, check_contract
-from tracker.index import VersionIndex
-from tracker.parse import extract_facts
+from tracker.analysis.contract import ContractRule, check_contract
+from tracker.analysis.index import VersionIndex
+from tracker.extract.parse import extract_facts
 
 PATH = "python/sglang/srt/models/dec.py"
 

@@ -19,12 +19,12 @@ from sgl_trees import (
     line_of,
 )
 
-from tracker.changelog import changelog_document
-from tracker.diff import Diff, diff
-from tracker.issues import Report, build_issues, fixed_reason
-from tracker.render import RenderOptions, check_document, diff_document, render
-from tracker.sarif import check_sarif
-from tracker.triage import parse_error, triage_document
+from tracker.compare.diff import Diff, diff
+from tracker.release.changelog import changelog_document
+from tracker.release.issues import IssueFacts, build_issues, fixed_reason
+from tracker.release.triage import parse_error, triage_document
+from tracker.render.documents import RenderOptions, check_document, diff_document, render
+from tracker.render.sarif import check_sarif
 
 DEC = "models/dec.py"
 MODEL = "DecForCausalLM"
@@ -147,13 +147,13 @@ def test_a_contract_break_files_an_issue_with_both_sites_and_no_fix_patch() -> N
 
 
 def test_a_contract_break_and_a_member_break_of_one_class_at_one_release_differ() -> None:
-    contract = Report("model_wrapper_contract_broke", "EAGLE3", "target", MODEL, "v2", "v1")
-    members = Report("model_wrapper_broke", "EAGLE3", "target", MODEL, "v2", "v1")
+    contract = IssueFacts("model_wrapper_contract_broke", "EAGLE3", "target", MODEL, "v2", "v1")
+    members = IssueFacts("model_wrapper_broke", "EAGLE3", "target", MODEL, "v2", "v1")
     assert contract.fingerprint != members.fingerprint
 
 
 def test_a_contract_issue_is_fixed_when_the_class_is_ok_but_not_when_unfollowed() -> None:
-    report = Report("model_wrapper_contract_broke", "EAGLE3", "target", MODEL, "v2", "v1")
+    report = IssueFacts("model_wrapper_contract_broke", "EAGLE3", "target", MODEL, "v2", "v1")
     later = built(OK, "v3")
     assert fixed_reason(report, later.interface, later.compat) == (
         f"`{MODEL}` no longer breaks EAGLE3's aux-hidden-state contract at v3.")

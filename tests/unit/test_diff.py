@@ -9,7 +9,7 @@ from functools import cache
 import pytest
 from sgl_trees import BASE, CAPTURE_LM, CAPTURE_LM_DROPS_AUX, CAPTURE_LM_NO_PAIR, Built, build
 
-from tracker.diff import CHANGE_KINDS, diff
+from tracker.compare.diff import CHANGE_KINDS, diff
 
 WORKER = BASE["speculative/eagle_worker.py"]
 RUNNER = BASE["model_executor/model_runner.py"]

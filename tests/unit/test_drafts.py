@@ -6,12 +6,12 @@ from __future__ import annotations
 from dataclasses import replace
 
 from tests.unit.sgl_trees import build, line_of, tree
-from tracker.compat import build_compat
-from tracker.index import VersionIndex
-from tracker.interface import build_interface
-from tracker.parse import extract_facts
-from tracker.roles import load_rules
-from tracker.snapshot import Snapshot, current_builder, from_json, to_json
+from tracker.analysis.compat import build_compat
+from tracker.analysis.index import VersionIndex
+from tracker.analysis.interface import build_interface
+from tracker.analysis.roles import load_rules
+from tracker.compare.snapshot import Snapshot, current_builder, from_json, to_json
+from tracker.extract.parse import extract_facts
 from tracker.sources.base import SourceIdentity, content_id
 
 MODEL_CONFIG = """

@@ -10,14 +10,14 @@ import inventories
 import pytest
 from inventories import MODULE, doc, pins
 
-from tracker.externals import (
+from tracker.analysis.externals import (
     ExternalBases,
     InventoryError,
     load_inventory,
     parse_inventory,
 )
-from tracker.snapshot import shipped_dir
-from tracker.versions import parse_version
+from tracker.compare.snapshot import shipped_dir
+from tracker.sources.versions import parse_version
 
 
 def bases(**versions: str) -> ExternalBases:

@@ -4,8 +4,8 @@ from __future__ import annotations
 
 from textwrap import dedent
 
-from tracker.factsview import facts_text
-from tracker.parse import extract_facts
+from tracker.extract.parse import extract_facts
+from tracker.render.facts_view import facts_text
 
 PATH = "python/sglang/srt/models/qwen.py"
 

@@ -9,7 +9,7 @@ import json
 import networkx as nx
 from sgl_trees import SRT, build, line_of
 
-from tracker.graph import build_graph, graph_document, to_dot, to_graphml
+from tracker.render.graph_export import build_graph, graph_document, to_dot, to_graphml
 
 WORKER_INIT = "sglang.srt.speculative.eagle_worker:EAGLEWorker.__init__"
 TP_INIT = "sglang.srt.managers.tp_worker:TpModelWorker.__init__"

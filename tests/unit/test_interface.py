@@ -5,7 +5,7 @@ from __future__ import annotations
 
 from sgl_trees import BASE, SRT, build, line_of
 
-from tracker.interface import Interface, Requirement
+from tracker.analysis.interface import Interface, Requirement
 
 
 def req(itf: Interface, algorithm: str, role: str, member: str) -> Requirement | None:

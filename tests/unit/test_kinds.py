@@ -4,7 +4,7 @@ model, a Pooler-like head), names as a last resort, each with the evidence that 
 from __future__ import annotations
 
 from tests.unit.sgl_trees import build, line_of
-from tracker.compat import EntryClass
+from tracker.analysis.compat import EntryClass
 
 LAYERS = {
     "layers/logits_processor.py": """

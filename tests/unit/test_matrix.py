@@ -5,8 +5,8 @@ from __future__ import annotations
 
 from sgl_trees import BASE, build
 
-from tracker.matrix import build_matrix
-from tracker.snapshot import Builder, Snapshot
+from tracker.compare.matrix import build_matrix
+from tracker.compare.snapshot import Builder, Snapshot
 from tracker.sources.base import SourceIdentity
 
 MISTRAL = {"models/mistral.py": BASE["models/llama.py"].replace("LlamaForCausalLM",

@@ -1,4 +1,4 @@
-"""tracker.parse on small SGLang-shaped snippets: which facts come out, with which scope,
+"""tracker.extract.parse on small SGLang-shaped snippets: which facts come out, with which scope,
 conditions and guards. The query files themselves have exact fixtures in tests/queries."""
 
 from __future__ import annotations
@@ -9,8 +9,8 @@ from typing import Any, TypeVar
 
 import pytest
 
-from tracker.facts import Branch, Call, Cond, Context, ModuleFacts, Param
-from tracker.parse import extract_facts
+from tracker.extract.facts import Branch, Call, Cond, Context, ModuleFacts, Param
+from tracker.extract.parse import extract_facts
 
 PATH = "python/sglang/srt/speculative/eagle_worker.py"
 T = TypeVar("T")

@@ -1,5 +1,6 @@
-"""tracker.parse on `__getattr__` bodies: which forwarding shapes become Forward facts, and the
-facts a forward target's class is found from (local names, dicts of classes)."""
+"""tracker.extract.parse on `__getattr__` bodies: which forwarding shapes become Forward
+facts, and the facts a forward target's class is found from (local names, dicts of
+classes)."""
 
 from __future__ import annotations
 
@@ -7,8 +8,8 @@ from textwrap import dedent
 
 import pytest
 
-from tracker.facts import Forward, ModuleFacts
-from tracker.parse import extract_facts
+from tracker.extract.facts import Forward, ModuleFacts
+from tracker.extract.parse import extract_facts
 
 MODEL = "python/sglang/srt/models/wrapper.py"
 

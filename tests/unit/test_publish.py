@@ -8,9 +8,9 @@ from collections.abc import Iterator
 import pytest
 from fake_github import REPO, TOKEN, Canned, State, fake_github
 
-from tracker.errors import TrackerError
-from tracker.issues import IssueDoc, Report, fingerprint_marker
-from tracker.publish import GitHubClient, publish
+from tracker.common.errors import TrackerError
+from tracker.release.issues import IssueDoc, IssueFacts, fingerprint_marker
+from tracker.release.publish import GitHubClient
 
 Server = tuple[str, State]
 
@@ -33,7 +33,7 @@ def client_for(server: Server, sleeps: Sleeps | None = None, **kwargs: object) -
 
 
 def issue(subject: str, version: str = "v0.5.9") -> IssueDoc:
-    report = Report("model_wrapper_broke", "EAGLE3", "target", subject, version, "v0.5.8")
+    report = IssueFacts("model_wrapper_broke", "EAGLE3", "target", subject, version, "v0.5.8")
     body = f"{fingerprint_marker(report.fingerprint)}\n{subject} broke\n"
     return IssueDoc(report, f"[EAGLE3] {subject} broke", ("sglang-tracker", "model-wrapper"),
                     body)
@@ -83,24 +83,11 @@ def test_publishing_files_each_new_issue_with_its_title_labels_and_body(server: 
     _, state = server
     docs = [issue("KimiK25ForConditionalGeneration"), issue("StepVLForConditionalGeneration")]
     with client_for(server) as client:
-        result = publish(client, docs)
-    assert [d.fingerprint for d, _ in result.created] == [d.fingerprint for d in docs]
+        created = [client.create_issue(d.title, d.body, d.labels) for d in docs]
+    assert [i.fingerprint for i in created] == [d.fingerprint for d in docs]
     assert [i["title"] for i in state.issues] == [d.title for d in docs]
     assert state.issues[0]["body"] == docs[0].body
     assert [x["name"] for x in state.issues[0]["labels"]] == ["sglang-tracker", "model-wrapper"]
-
-
-def test_an_issue_already_filed_open_or_closed_is_never_filed_again(server: Server) -> None:
-    _, state = server
-    closed, fresh = issue("ClosedOne"), issue("FreshOne")
-    tracked(state, closed, "closed")
-    with client_for(server) as client:
-        first = publish(client, [closed, fresh])
-        second = publish(client, [closed, fresh])
-    assert [d.report.subject for d, _ in first.created] == ["FreshOne"]
-    assert [d.report.subject for d, _ in first.existing] == ["ClosedOne"]
-    assert second.created == []
-    assert len(state.issues) == 2
 
 
 def test_a_create_whose_answer_was_lost_is_found_instead_of_filed_twice(server: Server) -> None:
@@ -109,9 +96,9 @@ def test_a_create_whose_answer_was_lost_is_found_instead_of_filed_twice(server: 
     doc = issue("KimiK25ForConditionalGeneration")
     sleeps = Sleeps()
     with client_for(server, sleeps) as client:
-        result = publish(client, [doc], known={})
+        created = client.create_issue(doc.title, doc.body, doc.labels)
     assert len(state.bodies_with(doc.fingerprint)) == 1
-    assert result.created[0][1].number == 1
+    assert created.number == 1
     assert creations(state) == 1
     assert sleeps == [1.0]
 
@@ -121,7 +108,8 @@ def test_labels_dropped_by_github_stop_publishing_before_duplicates_can_happen(
     _, state = server
     state.drop_labels = True
     with client_for(server) as client, pytest.raises(TrackerError, match="without the"):
-        publish(client, [issue("A"), issue("B")])
+        for doc in (issue("A"), issue("B")):
+            client.create_issue(doc.title, doc.body, doc.labels)
     assert creations(state) == 1
 
 
@@ -184,7 +172,8 @@ def test_a_rate_limited_create_is_repeated_without_filing_twice(server: Server) 
     state.canned.append(Canned(429, {"Retry-After": "2"}, method="POST"))
     sleeps = Sleeps()
     with client_for(server, sleeps) as client:
-        publish(client, [issue("A")])
+        doc = issue("A")
+        client.create_issue(doc.title, doc.body, doc.labels)
     assert len(state.issues) == 1
     assert sleeps == [2.0]
 

@@ -5,8 +5,8 @@ from __future__ import annotations
 
 from sgl_trees import BASE, build, line_of
 
-from tracker.diff import diff
-from tracker.render import diff_document, interface_document, render
+from tracker.compare.diff import diff
+from tracker.render.documents import diff_document, interface_document, render
 
 WORKER = BASE["speculative/eagle_worker.py"]
 CALL = "        embed, head = self.target_worker.model_runner.model.get_embed_and_head()\n"

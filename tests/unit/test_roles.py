@@ -5,9 +5,9 @@ from __future__ import annotations
 
 import pytest
 
-from tracker.errors import TrackerError
-from tracker.resources import queries_dir
-from tracker.roles import load_rules, rules_from_text
+from tracker.analysis.roles import load_rules, rules_from_text
+from tracker.common.errors import TrackerError
+from tracker.common.resources import queries_dir
 
 SHIPPED = (queries_dir() / "roles.toml").read_text(encoding="utf-8")
 

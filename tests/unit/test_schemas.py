@@ -16,12 +16,12 @@ import pytest
 from jsonschema import Draft202012Validator
 from schema_check import errors, schemas
 
-from tracker.compat import PROVIDED
-from tracker.diff import CHANGE_KINDS
-from tracker.interface import STATUS_ORDER
-from tracker.report import STATUSES
-from tracker.resources import schemas_dir
-from tracker.roles import load_rules
+from tracker.analysis.compat import PROVIDED
+from tracker.analysis.interface import STATUS_ORDER
+from tracker.analysis.roles import load_rules
+from tracker.common.resources import schemas_dir
+from tracker.compare.diff import CHANGE_KINDS
+from tracker.render.report import STATUSES
 
 ROOT = Path(__file__).resolve().parents[2]
 GOLDENS = ROOT / "tests" / "cli" / "goldens"

@@ -11,13 +11,13 @@ import os
 import re
 from pathlib import Path
 
-from tracker.cachedir import cache_root
-from tracker.errors import TrackerError
+from tracker.common.cachedir import cache_root
+from tracker.common.errors import TrackerError
 from tracker.sources.base import Source, VersionTree
 from tracker.sources.dir import LOCAL, DirSource
 from tracker.sources.git import GitSource, is_url, sglang_checkout_at
 from tracker.sources.pypi import PypiSource
-from tracker.versions import expand_range, is_range, range_ends
+from tracker.sources.versions import expand_range, is_range, range_ends
 
 __all__ = [
     "DirSource",

@@ -11,15 +11,15 @@ import hashlib
 import re
 import tomllib
 from abc import ABC, abstractmethod
-from collections.abc import Iterable, Mapping
+from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
 
 from packaging.markers import Marker
 from packaging.requirements import InvalidRequirement, Requirement
 from packaging.utils import canonicalize_name
 
-from tracker.errors import TrackerError
-from tracker.versions import canonical_tag
+from tracker.common.errors import TrackerError
+from tracker.sources.versions import canonical_tag
 
 SRT_PREFIX = "python/sglang/srt/"
 VERSION_FILE = "python/sglang/version.py"
@@ -151,6 +151,10 @@ class Source(ABC):
 
     kind: str
     location: str
+    # Things the user should hear about but that did not stop the work (the CLI shows
+    # them after the command's output), e.g. a cached list of releases used instead of the
+    # unreachable index. Only the package index has any.
+    warnings: Sequence[str] = ()
 
     @abstractmethod
     def versions(self) -> list[str]:
@@ -170,6 +174,17 @@ class Source(ABC):
     def tree(self, version: str) -> VersionTree:
         """The files of a resolved version; raises NotSGLangError when it holds no
         `python/sglang/srt/`."""
+
+    @abstractmethod
+    def fetch(self) -> str:
+        """Bring the list of versions up to date (git tags, the index's releases); says
+        what changed, in one line."""
+
+    def commit_of(self, version: str) -> str | None:
+        """The commit a resolved version is, for sources made of commits (git); else None.
+        A commit names its content, so what was computed for it can be found without
+        listing its files."""
+        return None
 
     def describe(self) -> str:
         return f"{self.kind}:{self.location}"

@@ -13,7 +13,7 @@ from collections.abc import Mapping
 from pathlib import Path
 from types import MappingProxyType
 
-from tracker.errors import NotSGLangError, SourceError, UnknownVersionError
+from tracker.common.errors import NotSGLangError, SourceError, UnknownVersionError
 from tracker.sources.base import (
     Source,
     SourceIdentity,

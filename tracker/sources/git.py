@@ -19,8 +19,8 @@ from types import MappingProxyType
 
 import git
 
-from tracker.cachedir import cache_root
-from tracker.errors import NotSGLangError, SourceError, UnknownVersionError
+from tracker.common.cachedir import cache_root
+from tracker.common.errors import NotSGLangError, SourceError, UnknownVersionError
 from tracker.sources.base import (
     SRT_PREFIX,
     Source,
@@ -28,7 +28,7 @@ from tracker.sources.base import (
     VersionTree,
     pyproject_requirements,
 )
-from tracker.versions import match_version, sort_versions, unknown_version
+from tracker.sources.versions import match_version, sort_versions, unknown_version
 
 SGLANG_DIR = "python/sglang"
 PYPROJECT = "python/pyproject.toml"  # the package's dependencies, with their pins

@@ -27,9 +27,9 @@ from typing import Any
 from packaging.utils import InvalidWheelFilename, parse_wheel_filename
 from packaging.version import Version
 
-from tracker.atomic import write_text_atomic
-from tracker.cachedir import cache_root
-from tracker.errors import (
+from tracker.common.atomic import write_text_atomic
+from tracker.common.cachedir import cache_root
+from tracker.common.errors import (
     NoSpeculativeDecodingError,
     NotSGLangError,
     SourceError,
@@ -42,7 +42,7 @@ from tracker.sources.base import (
     content_id,
     requires_dist,
 )
-from tracker.versions import (
+from tracker.sources.versions import (
     canonical_tag,
     is_range,
     match_version,

@@ -7,7 +7,7 @@ from pathlib import Path
 
 import pytest
 
-from tracker.errors import NotSGLangError, SourceError, UnknownVersionError
+from tracker.common.errors import NotSGLangError, SourceError, UnknownVersionError
 from tracker.sources import open_source, split_spec
 from tracker.sources.base import content_id
 from tracker.sources.dir import DirSource

@@ -10,7 +10,7 @@ from pathlib import Path
 
 import pytest
 
-from tracker.errors import NotSGLangError, SourceError, TrackerError, UnknownVersionError
+from tracker.common.errors import NotSGLangError, SourceError, TrackerError, UnknownVersionError
 from tracker.sources import expand_spec, open_source, split_spec
 from tracker.sources.base import content_id
 from tracker.sources.git import GitSource, clone_dir_for, is_url, sglang_checkout_at

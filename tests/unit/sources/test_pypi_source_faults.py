@@ -14,7 +14,7 @@ from pathlib import Path
 
 import pytest
 
-from tracker.errors import (
+from tracker.common.errors import (
     NoSpeculativeDecodingError,
     NotSGLangError,
     SourceError,
@@ -23,7 +23,7 @@ from tracker.errors import (
 from tracker.sources import expand_spec
 from tracker.sources.base import content_id
 from tracker.sources.pypi import PypiSource
-from tracker.versions import canonical_tag
+from tracker.sources.versions import canonical_tag
 
 WORKER = "python/sglang/srt/speculative/eagle_worker.py"
 WORKER_TEXT = b"class EAGLEWorker:\n    def init(self):\n        self.model.get_embed_and_head()\n"

@@ -9,8 +9,8 @@ from hypothesis import given
 from hypothesis import strategies as st
 from packaging.version import Version
 
-from tracker.errors import TrackerError, UnknownVersionError
-from tracker.versions import (
+from tracker.common.errors import TrackerError, UnknownVersionError
+from tracker.sources.versions import (
     canonical_tag,
     expand_range,
     match_version,

@@ -1,0 +1,413 @@
+"""The speculative algorithms of one version, read from its own code, and the evaluation of
+conditions over them.
+
+The algorithms are the members of the `SpeculativeAlgorithm` enum; its `is_*()` methods
+are predicates over those members; the workers are the classes the code returns or builds
+under a condition that names some algorithms (`create_worker`, or the scheduler in older
+releases); flags such as `eagle_use_aux_hidden_state` imply the algorithms (and runner
+role) under which they are set. A new algorithm in a new release appears by itself.
+
+Conditions are evaluated over pairs (algorithm, role), role being "target" or "draft":
+each atom says where it may be true and where it may be false, and whether it is decided
+by the algorithm/role at all (`is_eagle3()` is; `batch.is_extend()` is not).
+"""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass, field
+from itertools import product
+
+from tracker.analysis.index import VersionIndex, key
+from tracker.analysis.roles import RoleRules
+from tracker.extract.facts import Branch, Cond, ModuleFacts
+
+ROLES = ("target", "draft")
+Pair = tuple[str, str]
+
+
+@dataclass(frozen=True)
+class Verdict:
+    may_true: frozenset[Pair]
+    may_false: frozenset[Pair]
+    decided: bool
+
+
+@dataclass
+class Algorithms:
+    enum: str | None  # key of the enum class, None when the version has none
+    members: tuple[str, ...]
+    predicates: dict[str, frozenset[str]]  # method name -> members it is true for
+    workers: dict[str, list[str]] = field(default_factory=dict)  # member -> worker keys
+    flags: dict[str, frozenset[Pair]] = field(default_factory=dict)  # flag -> pairs
+    role_flags: dict[str, dict[str, bool]] = field(default_factory=dict)
+    # Registry-style versions: member -> (module, qualname of its worker factory function)
+    factories: dict[str, tuple[str, str]] = field(default_factory=dict)
+    # Registry-style versions: member -> the flags it was registered with
+    member_flags: dict[str, frozenset[str]] = field(default_factory=dict)
+    warnings: list[str] = field(default_factory=list)
+
+    @property
+    def speculative(self) -> tuple[str, ...]:
+        return tuple(m for m in self.members if m != "NONE")
+
+    @property
+    def universe(self) -> frozenset[Pair]:
+        return frozenset(product(self.members, ROLES))
+
+    def pairs(
+        self, members: frozenset[str] | set[str], roles: tuple[str, ...] = ROLES
+    ) -> frozenset[Pair]:
+        return frozenset(product(members, roles))
+
+    # ------------------------------------------------------------------- evaluation
+
+    def evaluate(self, cond: Cond) -> Verdict:
+        u = self.universe
+        op = cond.op
+        if op == "not":
+            inner = self.evaluate(cond.args[0])
+            return Verdict(inner.may_false, inner.may_true, inner.decided)
+        if op in ("and", "or"):
+            parts = [self.evaluate(a) for a in cond.args]
+            decided = all(p.decided for p in parts)
+            if op == "and":
+                t = frozenset.intersection(*(p.may_true for p in parts))
+                f = frozenset.union(*(p.may_false for p in parts))
+            else:
+                t = frozenset.union(*(p.may_true for p in parts))
+                f = frozenset.intersection(*(p.may_false for p in parts))
+            return Verdict(t, f, decided)
+        if op == "call":
+            name = cond.text.rpartition(".")[2]
+            if name in self.predicates and cond.text != name:
+                t = self.pairs(self.predicates[name])
+                return Verdict(t, u - t, True)
+        if op == "ref":
+            name = cond.text.rpartition(".")[2]
+            if name in self.role_flags:
+                roles = tuple(r for r, v in self.role_flags[name].items() if v)
+                t = self.pairs(set(self.members), roles)
+                return Verdict(t, u - t, True)
+            if name in self.flags:
+                # Off by configuration is possible anywhere; on only where it is set.
+                return Verdict(self.flags[name], u, True)
+        if op == "cmp":
+            members = self._compared_members(cond)
+            if members is not None:
+                t = self.pairs(members)
+                return Verdict(t, u - t, True)
+        return Verdict(u, u, False)
+
+    def _compared_members(self, cond: Cond) -> frozenset[str] | None:
+        """`algo == SpeculativeAlgorithm.EAGLE3`, `algo in (...)`, `name == "EAGLE3"`."""
+        if len(cond.args) != 2 or self.enum is None:
+            return None
+        enum_name = self.enum.rpartition(":")[2]
+        left, right = cond.args
+        if "algorithm" not in left.render().lower() and left.text not in ("self",):
+            return None
+        found = _named_members(right, enum_name, self.members)
+        if found is None:
+            return None
+        if cond.text in ("!=", "not in", "is not"):
+            return frozenset(self.members) - found
+        if cond.text in ("==", "in", "is"):
+            return found
+        return None
+
+    def admitted(self, branches: tuple[Branch, ...]) -> tuple[frozenset[Pair], bool]:
+        """The (algorithm, role) pairs under which code with these branches can run, and
+        whether that depends on nothing but the algorithm and role."""
+        allowed = self.universe
+        decided = True
+        for br in branches:
+            verdict = self.evaluate(br.test)
+            allowed = allowed & (verdict.may_true if br.holds else verdict.may_false)
+            decided = decided and verdict.decided
+        return allowed, decided
+
+
+def _named_members(cond: Cond, enum_name: str, members: tuple[str, ...]) -> frozenset[str] | None:
+    if cond.op == "seq":
+        found: set[str] = set()
+        for item in cond.args:
+            sub = _named_members(item, enum_name, members)
+            if sub is None:
+                return None
+            found |= sub
+        return frozenset(found)
+    if cond.op == "ref":
+        prefix, _, name = cond.text.rpartition(".")
+        if prefix.endswith(enum_name) and name in members:
+            return frozenset({name})
+    if cond.op == "str" and cond.text.upper() in members:
+        return frozenset({cond.text.upper()})
+    return None
+
+
+# ---------------------------------------------------------------------- discovery
+
+
+def discover(index: VersionIndex, rules: RoleRules) -> Algorithms:
+    enum_keys = index.classes_named(rules.algorithm_enum)
+    if not enum_keys:
+        algos = Algorithms(None, (), {}, role_flags=dict(rules.role_flags))
+        algos.warnings.append(
+            f"no class {rules.algorithm_enum} found: cannot tell the speculative algorithms"
+        )
+        return algos
+    enum_key = sorted(enum_keys, key=lambda k: ("speculative" not in k, k))[0]
+    info = index.classes[enum_key]
+    members = tuple(
+        sorted(
+            (a for a in info.class_attrs if a.isupper() and not a.startswith("_")),
+            key=lambda a: _member_order(index, enum_key, a),
+        )
+    )
+    algos = Algorithms(enum_key, members, {}, role_flags=dict(rules.role_flags))
+    if not members:
+        _discover_registry(index, rules, algos)
+    algos.predicates = _predicates(
+        index, enum_key, algos.members, algos.member_flags, rules.flag_method
+    )
+    _discover_flags(index, algos)
+    _discover_workers(index, rules, algos)
+    missing = [m for m in algos.speculative if not algos.workers.get(m)]
+    if missing:
+        algos.warnings.append(
+            "no worker class found for "
+            + ", ".join(missing)
+            + " (looked for classes of "
+            + ", ".join(rules.worker_packages)
+            + " returned or built under a condition naming the algorithm)"
+        )
+    return algos
+
+
+def _member_order(index: VersionIndex, enum_key: str, attr: str) -> int:
+    info = index.classes[enum_key]
+    facts = index.modules[info.module]
+    for a in facts.assigns:
+        if a.target == attr and a.context.scope == info.facts.qualname:
+            return a.line
+    return 0
+
+
+_STRING = re.compile(r"""["']([^"']+)["']""")
+
+
+def _discover_registry(index: VersionIndex, rules: RoleRules, algos: Algorithms) -> None:
+    """Members registered by calls at import time, with their flags and worker factory."""
+    assert algos.enum is not None
+    module = algos.enum.partition(":")[0]
+    facts = index.modules[module]
+    enum_name = algos.enum.rpartition(":")[2]
+    members: list[str] = []
+    for call in facts.calls:
+        if call.context.scope or call.name not in rules.registry_calls or not call.args:
+            continue
+        if call.receiver not in (None, enum_name):
+            continue
+        found = _STRING.fullmatch(call.args[0].strip())
+        if found is None:
+            continue
+        member = found.group(1).upper()
+        if member not in members:
+            members.append(member)
+        keywords = dict(call.keywords)
+        flags = keywords.get(rules.registry_flags_keyword, "")
+        algos.member_flags[member] = frozenset(f.upper() for f in _STRING.findall(flags))
+        factory = keywords.get(rules.registry_worker_keyword)
+        if factory and factory.isidentifier():
+            resolved = index.resolve_name(module, factory)
+            if resolved is not None and resolved in index.functions:
+                mod, _, qual = resolved.partition(":")
+                algos.factories[member] = (mod, qual)
+    algos.members = tuple(members)
+
+
+def _predicates(
+    index: VersionIndex,
+    enum_key: str,
+    members: tuple[str, ...],
+    member_flags: dict[str, frozenset[str]],
+    flag_method: str,
+) -> dict[str, frozenset[str]]:
+    info = index.classes[enum_key]
+    facts = index.modules[info.module]
+    enum_name = info.name
+    bodies: dict[str, list[Cond]] = {}
+    for ret in facts.returns:
+        scope = ret.context.scope
+        owner, _, method = scope.rpartition(".")
+        if owner == info.facts.qualname and not ret.context.branches:
+            bodies.setdefault(method, []).append(ret.value)
+    out: dict[str, frozenset[str]] = {}
+
+    def solve(method: str, stack: tuple[str, ...]) -> frozenset[str] | None:
+        if method in out:
+            return out[method]
+        if method in stack or method not in bodies or len(bodies[method]) != 1:
+            return None
+        result = evaluate_members(bodies[method][0], (*stack, method))
+        if result is not None:
+            out[method] = result
+        return result
+
+    def evaluate_members(cond: Cond, stack: tuple[str, ...]) -> frozenset[str] | None:
+        everything = frozenset(members)
+        if cond.op == "not":
+            inner = evaluate_members(cond.args[0], stack)
+            return None if inner is None else everything - inner
+        if cond.op in ("and", "or"):
+            parts = [evaluate_members(a, stack) for a in cond.args]
+            if any(p is None for p in parts):
+                return None
+            sets = [p for p in parts if p is not None]
+            return frozenset.intersection(*sets) if cond.op == "and" else frozenset.union(*sets)
+        if (
+            cond.op == "call"
+            and cond.text == f"self.{flag_method}"
+            and cond.args
+            and cond.args[0].op == "str"
+        ):
+            flag = cond.args[0].text.upper()
+            return frozenset(m for m in members if flag in member_flags.get(m, ()))
+        if cond.op == "call" and cond.text.startswith("self."):
+            return solve(cond.text[5:], stack)
+        if cond.op == "cmp" and len(cond.args) == 2 and cond.args[0].text == "self":
+            found = _named_members(cond.args[1], enum_name, members)
+            if found is None:
+                return None
+            if cond.text in ("==", "in", "is"):
+                return found
+            if cond.text in ("!=", "not in", "is not"):
+                return everything - found
+        return None
+
+    for method in sorted(bodies):
+        solve(method, ())
+    return out
+
+
+def _discover_flags(index: VersionIndex, algos: Algorithms) -> None:
+    """A flag set to something other than False/None only under conditions that narrow
+    the algorithms (or the runner role) implies them: `eagle_use_aux_hidden_state`."""
+    found: dict[str, dict[tuple[str, str], set[Pair]]] = {}
+    spoiled: set[str] = set()
+    for facts in index.iter_modules():
+        for a in facts.assigns:
+            target = a.target
+            receiver, dot, name = target.rpartition(".")
+            if not dot or not name.isidentifier() or not receiver.isidentifier():
+                continue
+            if (
+                a.value is not None
+                and a.value.op == "other"
+                and a.value.text in ("False", "None", "0")
+            ):
+                continue
+            if not a.context.branches:
+                # Set unconditionally to something that may be true: not an algorithm flag.
+                spoiled.add(name)
+                continue
+            allowed, _ = algos.admitted(a.context.branches)
+            if allowed == algos.universe:
+                spoiled.add(name)
+                continue
+            scope = a.context.scope
+            # `self.flag` belongs to its class; `config.flag` to the function setting it.
+            kind = "class" if receiver == "self" else "function"
+            owner = f"{facts.module_name}:{scope.rpartition('.')[0] if kind == 'class' else scope}"
+            found.setdefault(name, {}).setdefault((kind, owner), set()).update(allowed)
+    for name, owners in found.items():
+        if name in spoiled or name in algos.role_flags:
+            continue
+        # Functions that fill a config object set one flag between them: their union.
+        # Classes each hold their own flag of that name; one read elsewhere
+        # (`model_runner.eagle_use_aux_hidden_state`) is on only where every class's
+        # assignments allow it: their intersection (with the functions' union).
+        by_classes = [frozenset(p) for (kind, _), p in owners.items() if kind == "class"]
+        by_functions = [p for (kind, _), p in owners.items() if kind == "function"]
+        bounds = list(by_classes)
+        if by_functions:
+            bounds.append(frozenset().union(*by_functions))
+        algos.flags[name] = frozenset.intersection(*bounds)
+
+
+def _discover_workers(index: VersionIndex, rules: RoleRules, algos: Algorithms) -> None:
+    packages = rules.worker_packages
+
+    def worker_class(symbol: str | None) -> str | None:
+        if symbol is None or symbol not in index.classes:
+            return None
+        if not any(symbol.startswith(p + ".") for p in packages):
+            return None
+        return symbol if "Worker" in index.classes[symbol].name else None
+
+    speculative = frozenset(algos.speculative)
+    everything = frozenset(algos.members)
+
+    def add(member: str, cls: str) -> None:
+        if cls not in algos.workers.setdefault(member, []):
+            algos.workers[member].append(cls)
+
+    for facts in index.iter_modules():
+        module = facts.module_name
+        for name, scope, branches in _worker_references(facts):
+            if not branches:
+                continue
+            cls = worker_class(index.resolve_name(module, name, scope))
+            if cls is None:
+                continue
+            allowed, _ = algos.admitted(branches)
+            named = {m for m, _ in allowed}
+            if named >= everything:
+                continue  # the condition does not depend on the algorithm
+            for m in named & speculative:
+                add(m, cls)
+    # Registry-style versions name each algorithm's worker factory at registration.
+    for member, (module, factory) in algos.factories.items():
+        factory_facts = index.modules.get(module)
+        if factory_facts is not None:
+            for name, scope, _branches in _worker_references(factory_facts):
+                if scope == factory or scope.startswith(factory + "."):
+                    cls = worker_class(index.resolve_name(module, name, scope))
+                    if cls is not None:
+                        add(member, cls)
+    for m in algos.workers:
+        algos.workers[m].sort()
+
+
+_IDENTIFIER = re.compile(r"[A-Za-z_]\w*")
+
+
+def _worker_references(facts: ModuleFacts) -> list[tuple[str, str, tuple[Branch, ...]]]:
+    """Names that may denote a worker class, with where they occur: constructions,
+    returned names, and names in assigned values (`W = EAGLEWorkerV2 if x else EAGLEWorker`)."""
+    out: list[tuple[str, str, tuple[Branch, ...]]] = []
+    for call in facts.calls:
+        if call.receiver is None:
+            out.append((call.name, call.context.scope, call.context.branches))
+    for ret in facts.returns:
+        if ret.value.op == "ref":
+            out.append((ret.value.text, ret.context.scope, ret.context.branches))
+    for a in facts.assigns:
+        if a.value is not None and "Worker" in a.value.render():
+            for name in _IDENTIFIER.findall(a.value.render()):
+                if "Worker" in name:
+                    out.append((name, a.context.scope, a.context.branches))
+    return out
+
+
+def worker_roots(index: VersionIndex, worker: str) -> tuple[list[str], list[str]]:
+    """Entry functions of a worker class: the methods it defines, then the methods it
+    inherits (a worker's inherited TpModelWorker methods are its draft side)."""
+    own: list[str] = []
+    inherited: list[str] = []
+    for cls in index.mro(worker)[0]:
+        info = index.classes[cls]
+        for method in info.methods.values():
+            (own if cls == worker else inherited).append(key(info.module, method.qualname))
+    return own, inherited

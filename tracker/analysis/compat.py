@@ -1,0 +1,429 @@
+"""Which model entry classes provide what the algorithms require, at one version.
+
+A class provides a member if its body defines it, an SGLang base class does (resolved
+across modules; the MRO decides), it assigns `self.member = ...`, or an external base
+provides it: `torch.nn.Module`, `transformers.PreTrainedModel`, ... as the shipped
+inventory of their real source says, at the package versions the release pins
+(`forward` is not one: nn.Module's raises). A class whose `__getattr__` forwards to
+`self.x` provides what every class `self.x` may hold provides. "unknown" is left for a base
+outside the inventory and a forward whose target's class cannot be found, and names it.
+A wrapper whose inner model (`self.language_model = DeepseekV3ForCausalLM(...)`) provides
+a missing member is a delegation candidate: a mechanical fix.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+from tracker.analysis.contract import SETTER, ContractFinding, check_contract
+from tracker.analysis.externals import EMPTY_BASES, ExternalBases, bases_for
+from tracker.analysis.index import ClassInfo, Resolution, VersionIndex, key
+from tracker.analysis.interface import Interface
+from tracker.analysis.kinds import KindFinder
+from tracker.analysis.roles import RoleRules, load_rules
+
+# What every Python object has, from `object` itself.
+OBJECT_MEMBERS = frozenset(
+    {
+        "__class__", "__delattr__", "__dict__", "__dir__", "__doc__", "__eq__", "__format__",
+        "__getattribute__", "__hash__", "__init__", "__init_subclass__", "__module__",
+        "__ne__", "__new__", "__reduce__", "__reduce_ex__", "__repr__", "__setattr__",
+        "__sizeof__", "__str__", "__subclasshook__",
+    }
+)
+# The base every model has: naming it on every missing member would say nothing.
+UBIQUITOUS_BASE = "torch.nn.Module"
+MAX_FORWARD_DEPTH = 3
+
+
+@dataclass(frozen=True)
+class Provision:
+    member: str
+    # "defined" | "inherited" | "attribute" | "external" | "forwarded" | "alternative"
+    # | "unknown" | "missing"
+    how: str
+    # The providing class ("transformers.PreTrainedModel (transformers 4.57.1)" for an
+    # external one; the forward and its candidates for "forwarded"); why it is unknown; for
+    # "missing", what else was looked at (external bases besides torch.nn.Module, forwarded-to
+    # classes and which of them lack it), or "".
+    where: str = ""
+    line: int = 0
+
+
+@dataclass(frozen=True)
+class Delegation:
+    member: str
+    attribute: str  # "language_model"
+    inner_class: str  # "DeepseekV3ForCausalLM"
+    inner_key: str  # index key of the inner class
+    provided_by: str  # class (in the inner class's MRO) that defines the member
+
+
+@dataclass(frozen=True)
+class EntryClass:
+    name: str
+    key: str  # index key, "" when the name does not resolve to a class
+    path: str
+    line: int
+    kind: str  # "target" | "draft" | "embedding" | "reward" | "classification"
+    # What decided the kind: "constructs LogitsProcessor in X.__init__ (models/x.py:12)",
+    # "inner model self.language_model: ...", "name matches rule 'Eagle3$'".
+    kind_evidence: str = ""
+
+
+@dataclass(frozen=True)
+class ModelCheck:
+    model: str
+    path: str
+    kind: str
+    algorithm: str
+    role: str
+    status: str  # "ok" | "broken" | "unknown"
+    missing: tuple[str, ...] = ()
+    unknown: tuple[str, ...] = ()
+    provisions: tuple[Provision, ...] = ()
+    delegations: tuple[Delegation, ...] = ()
+    # EAGLE3's aux-hidden-state contract (tracker.analysis.contract), for a target that provides
+    # the members: a finding makes the check "broken"; why it could not be followed.
+    contract: tuple[ContractFinding, ...] = ()
+    contract_unknown: str = ""
+    kind_evidence: str = ""  # what decided the class's kind
+    # Why a class is checked in a role its kind does not imply: the algorithm loads
+    # generative classes as drafts (the interface's evidence), or the user asked for it.
+    role_evidence: str = ""
+    # Why the user accepts this break (tracker.compare.accepted), "" when not accepted: set after
+    # the analysis, never stored in a snapshot.
+    accepted: str = ""
+
+
+@dataclass
+class Compat:
+    version: str
+    entries: list[EntryClass] = field(default_factory=list)
+    checks: list[ModelCheck] = field(default_factory=list)
+
+    def check_for(
+        self, model: str, algorithm: str, role: str | None = None
+    ) -> ModelCheck | None:
+        """The model's check for the algorithm: in `role`, else in its kind's own role."""
+        for c in self.checks:
+            if c.model == model and c.algorithm == algorithm and (
+                c.role == role if role is not None else c.role == natural_role(c.kind)
+            ):
+                return c
+        return None
+
+
+def entry_classes(index: VersionIndex, rules: RoleRules) -> list[EntryClass]:
+    """Every class a models module registers through `EntryClass`, with its kind."""
+    finder = KindFinder(index, rules)
+    out: dict[str, EntryClass] = {}
+    for facts in index.iter_modules():
+        if ".models." not in f".{facts.module_name}.":
+            continue
+        for a in facts.assigns:
+            if a.target != "EntryClass" or a.context.scope:
+                continue
+            names: tuple[str, ...] = a.value_names
+            if not names and a.value is not None and a.value.op == "ref":
+                names = (a.value.text,)
+            for name in names:
+                res = index.resolve_class(facts.module_name, name)
+                short = name.rpartition(".")[2]
+                path = facts.path
+                symbol = res.symbol or ""
+                if symbol:
+                    path = index.classes[symbol].path
+                if short not in out:
+                    decided = finder.decide(short, symbol)
+                    out[short] = EntryClass(
+                        short, symbol, path, a.line, decided.kind, decided.evidence
+                    )
+    return sorted(out.values(), key=lambda e: e.name)
+
+
+def provision(index: VersionIndex, cls: str, member: str, depth: int = 0) -> Provision:
+    mro, external = index.mro(cls)
+    forwarding: ClassInfo | None = None
+    for c in mro:
+        info = index.classes[c]
+        if member in info.methods:
+            how = "defined" if c == cls else "inherited"
+            return Provision(member, how, info.name, info.methods[member].line)
+        if member in info.instance_attrs:
+            return Provision(member, "attribute", info.name, min(info.instance_attrs[member]))
+        if member in info.class_attrs:
+            return Provision(member, "attribute", info.name)
+        if forwarding is None and info.forward is not None:
+            forwarding = info
+    if member in OBJECT_MEMBERS:
+        return Provision(member, "external", "object")
+    found, consulted, unresolved = _external_provision(bases_for(index.pins), external, member)
+    if found is not None:
+        return found
+    # Python asks `__getattr__` only when the normal lookup (bases included) fails.
+    via = _forwarded(index, cls, forwarding, member, depth) if forwarding else None
+    if via is not None and via.how != "missing":
+        return via
+    if unresolved:
+        return Provision(member, "unknown", "; ".join(unresolved))
+    if via is not None and via.where:
+        return via
+    noted = [label for label in consulted if not label.startswith(f"{UBIQUITOUS_BASE} (")]
+    return Provision(member, "missing", f"not in {' nor '.join(consulted)}" if noted else "")
+
+
+def _external_provision(
+    ext: ExternalBases, external: list[Resolution], member: str
+) -> tuple[Provision | None, list[str], list[str]]:
+    """(the provision by an inventoried external base, or None; the inventory entries
+    looked at; the bases that could not be looked at, each saying why)."""
+    consulted: list[str] = []
+    unresolved: list[str] = []
+    for res in external:
+        name = res.external
+        if name is None:
+            unresolved.append(f"base {res.text} not resolved")
+            continue
+        if name in EMPTY_BASES:
+            continue
+        if name.startswith("sglang."):
+            unresolved.append(f"base {name} not found in the tree")
+            continue
+        found = ext.lookup(name)
+        if found is None:
+            unresolved.append(f"base {name} outside the inventory")
+            continue
+        if member in found.members:
+            return Provision(member, "external", found.label), consulted, unresolved
+        consulted.append(found.label)
+        unresolved += [f"base {b} of {name} outside the inventory"
+                       for b in found.outside if b not in EMPTY_BASES]
+    return None, consulted, unresolved
+
+
+def _forwarded(
+    index: VersionIndex, cls: str, owner: ClassInfo, member: str, depth: int
+) -> Provision:
+    """What `owner.__getattr__` gives for `member`: the member of every class its target
+    may hold, or why that is not known."""
+    fwd = owner.forward
+    assert fwd is not None
+    name = f"{owner.name}.__getattr__"
+    if fwd.problem:
+        return Provision(member, "unknown", f"{name} {fwd.problem}")
+    if any(member == e or (e.endswith("*") and member.startswith(e[:-1])) for e in fwd.exempt):
+        return Provision(member, "missing", f"{name} does not forward {member}")
+    if not fwd.targets:  # only `super().__getattr__`: nn.Module's finds registered parts
+        return Provision(member, "missing")
+    if depth >= MAX_FORWARD_DEPTH:
+        return Provision(member, "unknown", f"{name}: forwards nested too deeply")
+    verdicts = [_forward_target(index, cls, name, t, member, depth) for t in fwd.targets]
+    # Several targets are tried in turn (`try: getattr(a) except: getattr(b)`).
+    for how in ("forwarded", "unknown"):
+        for v in verdicts:
+            if v.how == how:
+                return v
+    return verdicts[0]
+
+
+def _forward_target(
+    index: VersionIndex, cls: str, name: str, target: str, member: str, depth: int
+) -> Provision:
+    attr = target.removeprefix("self.")
+    if not target.startswith("self.") or not attr.isidentifier():
+        return Provision(member, "unknown", f"{name} forwards to {target}, not an attribute")
+    cands = index.attr_candidates(cls, attr)
+    if not cands:
+        why = f" ({', '.join(cands.unresolved)})" if cands.unresolved else ""
+        return Provision(member, "unknown",
+                         f"{name} forwards to {target}, whose class could not be found{why}")
+    verdicts: dict[str, Provision] = {}
+    for k in cands.classes:
+        verdicts[index.classes[k].name] = provision(index, k, member, depth + 1)
+    ext = bases_for(index.pins)
+    for dotted in cands.external:
+        found = ext.lookup(dotted)
+        verdicts[dotted] = (
+            Provision(member, "unknown", f"{dotted} outside the inventory") if found is None
+            else Provision(member, "external" if member in found.members else "missing",
+                           found.label))
+    lacking = sorted(n for n, p in verdicts.items() if p.how == "missing")
+    unsure = sorted(n for n, p in verdicts.items() if p.how == "unknown")
+    having = sorted(n for n, p in verdicts.items() if p.how in PROVIDED)
+    via = f" ({'; '.join(cands.via)})" if cands.via else ""
+    head = f"{name} forwards to {target}"
+    if lacking:
+        verb = "provides" if len(having) == 1 else "provide"
+        also = f"; {', '.join(having)} {verb} it" if having else ""
+        lack = "lacks" if len(lacking) == 1 else "lack"
+        return Provision(member, "missing", f"{head}: {', '.join(lacking)} {lack} it{also}{via}")
+    if unsure:
+        why = "; ".join(f"{n}: {verdicts[n].where}" for n in unsure)
+        return Provision(member, "unknown", f"{head}: not known for {why}")
+    return Provision(member, "forwarded", f"{head}: {', '.join(having)}{via}")
+
+
+def provision_or_alternative(
+    index: VersionIndex, cls: str, member: str, alternatives: tuple[str, ...]
+) -> Provision:
+    """The member's provision; when it is missing, a provided alternative stands in."""
+    found = provision(index, cls, member)
+    if found.how != "missing":
+        return found
+    for alt in alternatives:
+        other = provision(index, cls, alt)
+        if other.how in PROVIDED:
+            return Provision(member, "alternative", f"{alt} ({other.how} in {other.where})",
+                             other.line)
+    return found
+
+
+PROVIDED = frozenset(
+    {"defined", "inherited", "attribute", "external", "forwarded", "alternative"}
+)
+
+
+def delegations(index: VersionIndex, cls: str, member: str) -> list[Delegation]:
+    """Inner models held in `self.<attr>` whose class provides `member`."""
+    found: list[Delegation] = []
+    seen: set[tuple[str, str]] = set()
+    for c in index.mro(cls)[0]:
+        info = index.classes[c]
+        for attr in sorted(set(info.attr_constructors) | set(info.attr_annotations)):
+            for inner in sorted(index.attr_types(cls, attr)):
+                if inner == cls or (attr, inner) in seen:
+                    continue
+                seen.add((attr, inner))
+                prov = provision(index, inner, member)
+                if prov.how in ("defined", "inherited", "attribute"):
+                    found.append(
+                        Delegation(member, attr, index.classes[inner].name, inner, prov.where)
+                    )
+    return found
+
+
+def natural_role(kind: str) -> str | None:
+    """The role a class of this kind is checked in by default (pooling models: none)."""
+    return kind if kind in ("target", "draft") else None
+
+
+@dataclass(frozen=True)
+class Needs:
+    """What each (algorithm, role) requires: member names and their stand-ins."""
+
+    required: dict[tuple[str, str], tuple[str, ...]]
+    alternatives: dict[tuple[str, str, str], tuple[str, ...]]
+
+    @classmethod
+    def of(cls, interface: Interface) -> Needs:
+        required: dict[tuple[str, str], set[str]] = {}
+        alternatives: dict[tuple[str, str, str], tuple[str, ...]] = {}
+        for req in interface.requirements:
+            if req.status == "required":
+                required.setdefault((req.algorithm, req.role), set()).add(req.member)
+                alternatives[(req.algorithm, req.role, req.member)] = req.alternatives
+        return cls({k: tuple(sorted(v)) for k, v in required.items()}, alternatives)
+
+
+def rows_of(
+    entry: EntryClass, interface: Interface, rules: RoleRules
+) -> list[tuple[str, str, str]]:
+    """(algorithm, role, why in this role) of each check an entry class gets by default:
+    a target in the target role, and in the draft role where the algorithm loads
+    generative classes as drafts; a draft for the algorithms its name rule names."""
+    rows: list[tuple[str, str, str]] = []
+    if entry.kind == "draft":
+        rule = rules.name_rule(entry.name, frozenset({"draft"}))
+        only = rule[2] if rule is not None else ()
+        return [(a, "draft", "") for a in interface.algorithms if not only or a in only]
+    if entry.kind != "target":
+        return rows
+    for algorithm in interface.algorithms:
+        rows.append((algorithm, "target", ""))
+        drafts = interface.draft_models.get(algorithm)
+        if drafts is not None and drafts.generative:
+            rows.append((algorithm, "draft", drafts.evidence))
+    return rows
+
+
+def check_entry(
+    index: VersionIndex,
+    entry: EntryClass,
+    algorithm: str,
+    role: str,
+    needs: Needs,
+    role_evidence: str = "",
+) -> ModelCheck:
+    """One entry class against what `algorithm` requires of `role`, whatever its kind.
+    An algorithm that asks nothing of the role makes the class "ok": a class is fixed
+    when the last member it lacked stops being required."""
+    members = needs.required.get((algorithm, role), ())
+    if not entry.key:
+        return ModelCheck(
+            entry.name, entry.path, entry.kind, algorithm, role, "unknown",
+            unknown=members,
+            provisions=tuple(Provision(m, "unknown", "class not resolved") for m in members),
+            kind_evidence=entry.kind_evidence, role_evidence=role_evidence,
+        )
+    provs = tuple(
+        provision_or_alternative(index, entry.key, m,
+                                 needs.alternatives.get((algorithm, role, m), ()))
+        for m in members
+    )
+    missing = tuple(p.member for p in provs if p.how == "missing")
+    unknown = tuple(p.member for p in provs if p.how == "unknown")
+    delegs: list[Delegation] = []
+    for m in missing:
+        delegs.extend(delegations(index, entry.key, m))
+    status = "broken" if missing else "unknown" if unknown else "ok"
+    contract: tuple[ContractFinding, ...] = ()
+    contract_unknown = ""
+    if status == "ok" and role == "target" and SETTER in members:
+        result = check_contract(index, entry.key)
+        contract, contract_unknown = result.findings, result.unknown
+        status = "broken" if contract else status
+    return ModelCheck(
+        entry.name, entry.path, entry.kind, algorithm, role, status, missing, unknown,
+        provs, tuple(delegs), contract=contract, contract_unknown=contract_unknown,
+        kind_evidence=entry.kind_evidence, role_evidence=role_evidence,
+    )
+
+
+def build_compat(
+    index: VersionIndex, interface: Interface, rules: RoleRules | None = None
+) -> Compat:
+    rules = rules or load_rules()
+    compat = Compat(interface.version, entries=entry_classes(index, rules))
+    needs = Needs.of(interface)
+    for entry in compat.entries:
+        for algorithm, role, why in rows_of(entry, interface, rules):
+            compat.checks.append(check_entry(index, entry, algorithm, role, needs, why))
+    return compat
+
+
+def class_key_for(index: VersionIndex, name: str) -> str | None:
+    """The index key of an entry class named `name` (or any class of that name)."""
+    candidates = index.classes_named(name)
+    models = [c for c in candidates if ".models." in f".{c}"]
+    chosen = models or candidates
+    return chosen[0] if chosen else None
+
+
+__all__ = [
+    "Compat",
+    "Delegation",
+    "EntryClass",
+    "ModelCheck",
+    "Needs",
+    "Provision",
+    "build_compat",
+    "check_entry",
+    "class_key_for",
+    "delegations",
+    "entry_classes",
+    "key",
+    "natural_role",
+    "provision",
+    "rows_of",
+]

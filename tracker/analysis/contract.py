@@ -1,0 +1,666 @@
+"""EAGLE3's aux-hidden-state contract, beyond members: a class can define
+`get_embed_and_head` and `set_eagle3_layers_to_capture` and still never hand the drafter
+the hidden states of the layers the setter chose.
+
+From facts only (the capture_sites effects of model methods, returns, the index). The
+setter is followed through delegation (`self.model.set_eagle3_layers_to_capture(...)`,
+helpers, `super()`) to the capture state it writes, as (object, attribute) pairs relative
+to the checked class (`("model", "layers_to_capture")`, `("model.layers[]",
+"_is_layer_to_capture")` for a flag on every decoder layer). `forward` is followed into the
+inner models it calls or hands to a helper (`general_mm_embed_routine(language_model=
+self.model)`) down to the decoder that returns `(hidden_states, aux_hidden_states)`.
+Values are out of reach: which tensor is appended and which layer ids a draft asks for
+are not checked. A step the analysis cannot follow makes the contract "unknown", with why.
+"""
+
+from __future__ import annotations
+
+import re
+from collections import defaultdict
+from dataclasses import dataclass, field, replace
+from enum import Enum
+
+from tracker.analysis.index import VersionIndex, key, split_key
+from tracker.extract.facts import Effect, FunctionDef, Return
+
+SETTER = "set_eagle3_layers_to_capture"
+LOGITS = "self.logits_processor"
+MODELS = "sglang.srt.models."
+# Capture state is named for what it does (`capture_aux_hidden_states`,
+# `layers_to_capture`, `_is_layer_to_capture`); the query narrows reads the same way.
+CAPTURE_NAME = re.compile(r"capture")
+_MAX_DEPTH = 4  # wrapper -> causal LM -> decoder is three; deeper is not a model chain
+_SELF_CHAIN = re.compile(r"^self((?:\.[A-Za-z_]\w*)*)(\[[^\]]*\])?$")
+_WORD = re.compile(r"[A-Za-z_]\w*")
+
+
+# What a user sees when the forward unpacks (hidden_states, aux) from a bare tensor.
+UNPACK_ERROR = "ValueError: too many values to unpack (expected 2)"
+
+
+class ContractRule(Enum):
+    """The rules, each with the id scripts see, the headline a reader sees, what serving
+    the class with EAGLE3 does (the error a user would paste into `tracker triage`), and
+    what the fix has to do (`tracker fix` writes no patch for a contract break)."""
+
+    CAPTURE_STATE_MISMATCH = (
+        "capture_state_mismatch", "aux hidden states never captured",
+        "the decoder collects no aux hidden states: a forward that unpacks them from its "
+        f"bare return fails with {UNPACK_ERROR}; otherwise the draft gets none",
+        "make set_eagle3_layers_to_capture set the state the decoder reads, on the object "
+        "it reads it from (or call the inner model's own setter)",
+    )
+    AUX_NEVER_RETURNED = (
+        "aux_never_returned", "aux hidden states never returned",
+        "the inner forward returns a bare tensor where a (hidden_states, aux_hidden_states) "
+        f"pair is unpacked: {UNPACK_ERROR}",
+        "make the decoder on the forward path append the captured layers' outputs and "
+        "return (hidden_states, aux_hidden_states) when capture is on",
+    )
+    CAPTURE_ATTRIBUTE_MISSING = (
+        "capture_attribute_missing", "capture attribute never created",
+        "AttributeError on the first forward: the attribute is read before anything sets it",
+        "create the attribute in the __init__ that actually runs (call the parent's "
+        "__init__), or set it in set_eagle3_layers_to_capture",
+    )
+    AUX_NOT_TO_LOGITS = (
+        "aux_not_to_logits", "aux hidden states never reach the logits",
+        "no error where it happens: the forward output carries no aux hidden states, so "
+        "the EAGLE3 draft does not get the captured layers",
+        "pass the unpacked aux hidden states on to self.logits_processor",
+    )
+
+    def __init__(self, rule_id: str, headline: str, symptom: str, remedy: str) -> None:
+        self.id = rule_id
+        self.headline = headline
+        self.symptom = symptom
+        self.remedy = remedy
+
+    @classmethod
+    def of(cls, rule_id: str) -> ContractRule:
+        return next(r for r in cls if r.id == rule_id)
+
+    @property
+    def unpacks(self) -> bool:
+        """Whether a user meets this break as the unpack ValueError."""
+        return UNPACK_ERROR in self.symptom
+
+
+@dataclass(frozen=True, order=True)
+class ContractSite:
+    path: str
+    line: int
+    what: str  # "set_eagle3_layers_to_capture writes self.model.layers_to_capture"
+
+    def render(self) -> str:
+        return f"{self.what} ({self.path.rpartition('/')[2]}:{self.line})"
+
+
+@dataclass(frozen=True, order=True)
+class ContractFinding:
+    rule: str  # ContractRule id
+    message: str
+    sites: tuple[ContractSite, ...] = ()
+
+    @property
+    def headline(self) -> str:
+        return ContractRule.of(self.rule).headline
+
+    def render(self) -> str:
+        return f"{self.headline}: " + "; ".join(s.render() for s in self.sites)
+
+
+@dataclass(frozen=True)
+class ContractResult:
+    status: str  # "ok" | "broken" | "unknown"
+    findings: tuple[ContractFinding, ...] = ()
+    unknown: str = ""  # why the contract could not be followed ("" when it could)
+
+
+@dataclass
+class _Frame:
+    """One `forward` on the path: the class whose forward runs, seen from the checked
+    class through `prefix` (`"model."`)."""
+
+    cls: str
+    fn: str  # function key
+    prefix: str
+    inner: list[_Frame] = field(default_factory=list)
+
+
+Written = dict[tuple[str, str], ContractSite]
+
+
+class _Contract:
+    def __init__(self, index: VersionIndex) -> None:
+        self.index = index
+        self.unknown: list[str] = []
+        self._effects: dict[str, dict[str, list[Effect]]] = {}
+        self._returns: dict[str, dict[str, list[Return]]] = {}
+
+    # ------------------------------------------------------------------ facts by function
+
+    def effects(self, fn: str) -> list[Effect]:
+        module, qual = split_key(fn)
+        if module not in self._effects:
+            by_scope: dict[str, list[Effect]] = defaultdict(list)
+            facts = self.index.modules.get(module)
+            for e in facts.effects if facts is not None else ():
+                by_scope[e.scope].append(e)
+            self._effects[module] = by_scope
+        return self._effects[module].get(qual, [])
+
+    def returns(self, fn: str) -> list[Return]:
+        module, qual = split_key(fn)
+        if module not in self._returns:
+            by_scope: dict[str, list[Return]] = defaultdict(list)
+            facts = self.index.modules.get(module)
+            for r in facts.returns if facts is not None else ():
+                by_scope[r.context.scope].append(r)
+            self._returns[module] = by_scope
+        return self._returns[module].get(qual, [])
+
+    def path(self, fn: str) -> str:
+        return self.index.path_of_module(split_key(fn)[0]) or ""
+
+    def fdef(self, fn: str) -> FunctionDef:
+        return self.index.functions[fn]
+
+    def label(self, fn: str) -> str:
+        return split_key(fn)[1]
+
+    # ---------------------------------------------------------------------- inner models
+
+    def inner_classes(self, cls: str, attr: str) -> set[str]:
+        """Classes `self.<attr>` holds: constructors the index resolves, a constructor
+        passed as an `__init__` parameter (`language_model_cls=Qwen3_5ForCausalLM`), or
+        one a method returns (`self.model = self._init_model(...)`)."""
+        found = set(self.index.attr_types(cls, attr))
+        mro = self.index.mro(cls)[0]
+        for c in mro:
+            info = self.index.classes[c]
+            for text, _scope in info.attr_constructors.get(attr, []):
+                # An import inside the method (`from ...llama4 import Llama4ForCausalLM`
+                # in `__init__`) binds the name in the method's scope only.
+                for method in info.methods.values():
+                    res = self.index.resolve_class(info.module, text, method.qualname)
+                    if res.symbol is not None:
+                        found.add(res.symbol)
+                if text.startswith("self."):
+                    found |= self._returned_classes(cls, text[5:])
+                elif "." not in text:
+                    found |= self._parameter_default(mro, text)
+        return found
+
+    def _returned_classes(self, cls: str, method: str) -> set[str]:
+        fn = self.index.find_method(cls, method)
+        out: set[str] = set()
+        if fn is None:
+            return out
+        module = split_key(fn)[0]
+        for r in self.returns(fn):
+            if r.value.op == "call":
+                res = self.index.resolve_class(module, r.value.text, self.label(fn))
+                if res.symbol is not None:
+                    out.add(res.symbol)
+        return out
+
+    def _parameter_default(self, mro: list[str], name: str) -> set[str]:
+        """The most derived `__init__` with a parameter `name` decides its default."""
+        for c in mro:
+            info = self.index.classes[c]
+            init = info.methods.get("__init__")
+            if init is None:
+                continue
+            for p in init.params:
+                if p.name == name and p.default:
+                    res = self.index.resolve_class(info.module, p.default, init.qualname)
+                    return {res.symbol} if res.symbol is not None else set()
+        return set()
+
+    # ----------------------------------------------------------------- objects and names
+
+    def aliases(self, fns: list[str]) -> dict[str, str]:
+        """Locals naming an object below self: `for layer in self.layers` and
+        `layer = self.layers[i]` make `layer` one of `layers[]`."""
+        out: dict[str, str] = {}
+        for fn in fns:
+            for e in self.effects(fn):
+                if e.kind == "loop":
+                    name = e.text.split(",")[-1].strip()
+                    source = e.value.removeprefix("enumerate(").removesuffix(")")
+                    obj = _object(source.split("[")[0], {})
+                    if obj is not None and _WORD.fullmatch(name):
+                        out[name] = f"{obj}[]"
+                elif e.kind == "local":
+                    obj = _object(e.value, {})
+                    if obj is not None:
+                        out[e.text] = obj
+        return out
+
+    def helpers(self, cls: str, fn: str, depth: int = 0) -> list[str]:
+        """`fn` and the methods of `cls` it calls as `self.m(...)`, transitively."""
+        out = [fn]
+        if depth > 2:
+            return out
+        for e in self.effects(fn):
+            name = e.text.removeprefix("self.")
+            if e.kind != "call" or not e.text.startswith("self.") or "." in name:
+                continue
+            called = self.index.find_method(cls, name)
+            if called is not None and called not in out and name != "forward":
+                out += [h for h in self.helpers(cls, called, depth + 1) if h not in out]
+        return out
+
+    def classes_at(self, cls: str, obj: str) -> set[str]:
+        """The classes an object path below `cls` (`model`, `model.layers[]`) may hold."""
+        found = {cls}
+        for part in obj.split(".") if obj else ():
+            if part.endswith("[]"):
+                return set()  # elements of a module list: their class is not followed
+            found = {inner for c in found for inner in self.inner_classes(c, part)}
+        return found
+
+    # ------------------------------------------------------------------------ the setter
+
+    def setter_writes(self, cls: str, fn: str, prefix: str, depth: int = 0) -> Written:
+        """The capture state the setter `fn` writes, seen from the checked class."""
+        out: Written = {}
+        fns = self.helpers(cls, fn)
+        aliases = self.aliases(fns)
+        name = self.fdef(fn).name
+        for f in fns:
+            for e in self.effects(f):
+                if e.kind == "write":
+                    target = _target(e.text, aliases)
+                    if target is not None:
+                        obj, attr = target
+                        site = ContractSite(self.path(f), e.line, f"{name} writes {e.text}")
+                        out.setdefault((_join(prefix, obj), attr), site)
+                elif e.kind == "call" and e.text == "setattr" and len(e.args) >= 2:
+                    obj_or_none = _object(e.args[0], aliases)
+                    attr = e.args[1].strip("'\"")
+                    if obj_or_none is not None and _WORD.fullmatch(attr):
+                        site = ContractSite(self.path(f), e.line,
+                                            f"{name} sets {e.args[0]}.{attr}")
+                        out.setdefault((_join(prefix, obj_or_none), attr), site)
+                elif e.kind == "call" and e.text.endswith("." + SETTER) and depth < _MAX_DEPTH:
+                    out.update({k: v for k, v in self._delegated(cls, f, e, prefix, depth).items()
+                                if k not in out})
+        return out
+
+    def _delegated(self, cls: str, fn: str, call: Effect, prefix: str, depth: int) -> Written:
+        receiver = call.text[: -len(SETTER) - 1]
+        if receiver.startswith("super("):
+            owner = self.fdef(fn).owner or ""
+            mro = self.index.mro(cls)[0]
+            here = key(split_key(fn)[0], owner)
+            rest = mro[mro.index(here) + 1:] if here in mro else []
+            for c in rest:
+                if SETTER in self.index.classes[c].methods:
+                    parent = key(self.index.classes[c].module,
+                                 self.index.classes[c].methods[SETTER].qualname)
+                    return self.setter_writes(cls, parent, prefix, depth + 1)
+            return {}
+        obj = _object(receiver, {})
+        if obj is None or not obj or "[" in obj:
+            self.unknown.append(f"{self.label(fn)} calls {call.text}: receiver not followed")
+            return {}
+        out: Written = {}
+        inner = self.classes_at(cls, obj)
+        if not inner:
+            self.unknown.append(f"{self.label(fn)} calls {call.text}: the class of "
+                                f"{receiver} is not known")
+        for c in sorted(inner):
+            setter = self.index.find_method(c, SETTER)
+            if setter is not None:
+                out.update(self.setter_writes(c, setter, _join(prefix, obj), depth + 1))
+        return out
+
+    # ----------------------------------------------------------------------- the forward
+
+    def chain(self, cls: str, prefix: str, seen: frozenset[str]) -> _Frame | None:
+        """`cls.forward` and, below it, the forwards of the inner models it runs."""
+        fn = self.index.find_method(cls, "forward")
+        if fn is None:
+            return None
+        frame: _Frame = _Frame(cls, fn, prefix)
+        if len(seen) >= _MAX_DEPTH:
+            return frame
+        attrs: set[str] = set()
+        for f in self.helpers(cls, fn):
+            for e in self.effects(f):
+                if e.kind != "call":
+                    continue
+                for text in (e.text, *(a.partition("=")[2] or a for a in e.args)):
+                    found = _SELF_CHAIN.match(text.strip())
+                    if found is not None and found.group(1).count(".") == 1:
+                        attrs.add(found.group(1)[1:])
+        parent = self._super_forward(cls, fn)
+        if parent is not None:
+            frame.inner.append(_Frame(cls, parent, prefix))
+        for attr in sorted(attrs):
+            if self.index.find_method(cls, attr) is not None:
+                continue  # a method (a helper above), not an inner model
+            for inner in sorted(self.inner_classes(cls, attr) - seen):
+                if not inner.startswith(MODELS):
+                    continue  # a layer (`ParallelLMHead`), not a model that decodes
+                below = self.chain(inner, _join(prefix, attr), seen | {inner})
+                if below is not None:
+                    frame.inner.append(below)
+        return frame
+
+    def _super_forward(self, cls: str, fn: str) -> str | None:
+        """`return super().forward(...)`: the parent's forward runs on the same object."""
+        if not any(r.value.op == "call" and r.value.text.startswith("super(")
+                   and r.value.text.endswith(".forward") for r in self.returns(fn)):
+            return None
+        mro = self.index.mro(cls)[0]
+        here = key(split_key(fn)[0], self.fdef(fn).owner or "")
+        for c in mro[mro.index(here) + 1:] if here in mro else []:
+            if "forward" in self.index.classes[c].methods:
+                info = self.index.classes[c]
+                return key(info.module, info.methods["forward"].qualname)
+        return None
+
+    # ------------------------------------------------------------------- the __init__ path
+
+    def created(self, cls: str, attr: str) -> bool | None:
+        """Whether an instance of `cls` has `attr` after `__init__` as actually called:
+        a class attribute or method anywhere in the MRO, or a `self.attr = ...` on the
+        chain of `__init__`s that really run (`super().__init__()`, `Base.__init__(self)`;
+        `nn.Module.__init__(self)` runs none of ours). None when a base is not analysed."""
+        mro, external = self.index.mro(cls)
+        for c in mro:
+            info = self.index.classes[c]
+            if attr in info.class_attrs or attr in info.methods:
+                return True
+        init = next((c for c in mro if "__init__" in self.index.classes[c].methods), None)
+        seen: set[str] = set()
+        while init is not None and init not in seen:
+            seen.add(init)
+            info = self.index.classes[init]
+            fn = key(info.module, info.methods["__init__"].qualname)
+            fns = self.helpers(cls, fn)
+            if any(e.kind == "write" and e.text == f"self.{attr}"
+                   for f in fns for e in self.effects(f)):
+                return True
+            init = self._next_init(cls, init, fns)
+        if init is None and any(r.external not in _TORCH for r in external):
+            return None
+        return False
+
+    def _next_init(self, cls: str, current: str, fns: list[str]) -> str | None:
+        mro = self.index.mro(cls)[0]
+        info = self.index.classes[current]
+        for f in fns:
+            for e in self.effects(f):
+                if e.kind != "call" or not e.text.endswith(".__init__"):
+                    continue
+                base = e.text[: -len(".__init__")]
+                if base.startswith("super("):
+                    rest = mro[mro.index(current) + 1:] if current in mro else []
+                    return next((c for c in rest
+                                 if "__init__" in self.index.classes[c].methods), None)
+                res = self.index.resolve_class(info.module, base, info.facts.qualname)
+                if res.symbol is not None:
+                    return next((c for c in self.index.mro(res.symbol)[0]
+                                 if "__init__" in self.index.classes[c].methods), None)
+        return None
+
+
+_TORCH = {None, "torch.nn.Module", "torch.nn.modules.module.Module", "object"}
+
+
+def _object(text: str, aliases: dict[str, str]) -> str | None:
+    """An expression as an object path below self: `self` -> "", `self.model` -> "model",
+    `self.layers[i]` -> "layers[]", an alias -> what it names; None for anything else."""
+    text = text.strip()
+    head, dot, rest = text.partition(".")
+    if head in aliases:
+        base = aliases[head]
+        return _join(base, rest) if dot else base
+    found = _SELF_CHAIN.match(text)
+    if found is None:
+        return None
+    chain = found.group(1).lstrip(".")
+    return chain + "[]" if found.group(2) else chain
+
+
+def _target(text: str, aliases: dict[str, str]) -> tuple[str, str] | None:
+    """`self.model.layers_to_capture` -> ("model", "layers_to_capture")."""
+    owner, dot, attr = text.rpartition(".")
+    if not dot or not _WORD.fullmatch(attr):
+        return None
+    obj = _object(owner, aliases)
+    return (obj, attr) if obj is not None else None
+
+
+def _join(prefix: str, obj: str) -> str:
+    return f"{prefix}.{obj}" if prefix and obj else prefix or obj
+
+
+def _mentions(texts: tuple[str, ...], names: set[str]) -> bool:
+    return any(w in names for t in texts for w in _WORD.findall(t))
+
+
+def _frames(frame: _Frame) -> list[_Frame]:
+    out = [frame]
+    for sub in frame.inner:
+        out += _frames(sub)
+    return out
+
+
+def check_contract(index: VersionIndex, cls: str) -> ContractResult:
+    """The aux-hidden-state contract of the class keyed `cls` (which defines or inherits
+    `set_eagle3_layers_to_capture`)."""
+    c = _Contract(index)
+    setter = index.find_method(cls, SETTER)
+    if setter is None:
+        return ContractResult("unknown", unknown=f"no {SETTER} to follow")
+    writes = c.setter_writes(cls, setter, "")
+    top = c.chain(cls, "", frozenset({cls}))
+    if top is None:
+        return ContractResult("unknown", unknown="no forward to follow")
+    findings: list[ContractFinding] = []
+    for frame in _frames(top):
+        findings += _capture_reads(c, cls, frame, writes)
+    pairs = [f for f in _frames(top) if _pair_return(c, f)]
+    for frame in _frames(top):
+        if _reads(c, frame):  # the forward that unpacks reads the capture flag first
+            findings += _unpacks(c, frame)
+    for frame in pairs:
+        if _reads(c, frame):  # a decoder: the forward that reads capture state
+            findings += _aux_filled(c, frame)
+    findings += _logits(c, top)
+    if findings:
+        unpack = next((u for f in _frames(top) for u in _unpack_sites(c, f)), None)
+        if unpack is not None:  # where a decoder that collects nothing makes it crash
+            findings = [replace(f, sites=(*f.sites, unpack))
+                        if f.rule == ContractRule.CAPTURE_STATE_MISMATCH.id else f
+                        for f in findings]
+        return ContractResult("broken", tuple(sorted(set(findings))))
+    if not pairs:
+        c.unknown.append("no forward on the path returns (hidden_states, aux_hidden_states)")
+    if c.unknown:
+        return ContractResult("unknown", unknown="; ".join(dict.fromkeys(c.unknown)))
+    return ContractResult("ok")
+
+
+def _reads(c: _Contract, frame: _Frame) -> list[tuple[str, str, bool, ContractSite]]:
+    """Capture state a forward reads: (object, attribute, guarded, site)."""
+    fns = c.helpers(frame.cls, frame.fn)
+    aliases = c.aliases(fns)
+    label = c.label(frame.fn)
+    out = []
+    for f in fns:
+        for e in c.effects(f):
+            if e.kind == "read":
+                target = _target(e.text, aliases)
+                if target is not None and CAPTURE_NAME.search(target[1]):
+                    site = ContractSite(c.path(f), e.line, f"{label} reads {e.text}")
+                    out.append((_join(frame.prefix, target[0]), target[1], False, site))
+            elif e.kind == "call" and e.text in ("getattr", "hasattr") and len(e.args) >= 2:
+                attr = e.args[1].strip("'\"")
+                obj = _object(e.args[0], aliases)
+                if obj is not None and CAPTURE_NAME.search(attr):
+                    what = f"{label} reads {e.args[0]}.{attr} ({e.text})"
+                    guarded = e.text == "hasattr" or len(e.args) >= 3
+                    out.append((_join(frame.prefix, obj), attr, guarded,
+                                ContractSite(c.path(f), e.line, what)))
+    return out
+
+
+def _capture_reads(c: _Contract, cls: str, frame: _Frame,
+                   writes: Written) -> list[ContractFinding]:
+    """Rules 1 and 3: what a forward reads for capture, the setter must write on the
+    same object; what it reads unguarded must exist (setter or `__init__` path)."""
+    out = []
+    reads = _reads(c, frame)
+    # One mechanism the setter drives is enough: a decoder may also read the state of
+    # another (`_is_layer_to_capture` for DFLASH beside `layers_to_capture`).
+    matched = any((obj, attr) in writes for obj, attr, _g, _s in reads)
+    for obj, attr, guarded, site in reads:
+        if (obj, attr) in writes or (matched and guarded):
+            continue
+        setter_site = _closest_write(writes, frame.prefix, attr)
+        sites = (setter_site, site) if setter_site is not None else (site,)
+        classes = c.classes_at(cls, obj)
+        created = [c.created(k, attr) for k in sorted(classes)]
+        if matched and created and all(created):
+            continue
+        if guarded or (created and all(created)):
+            message = f"the decoder reads {attr} on {obj or 'self'}, which the setter never sets"
+            out.append(ContractFinding(ContractRule.CAPTURE_STATE_MISMATCH.id, message, sites))
+        elif created and not any(x is None for x in created) and not all(created):
+            message = f"{attr} is read on {obj or 'self'} but nothing creates it"
+            out.append(ContractFinding(ContractRule.CAPTURE_ATTRIBUTE_MISSING.id, message,
+                                       sites))
+        else:
+            c.unknown.append(f"{site.what}: whether {obj or 'self'} has {attr} is not known")
+    return out
+
+
+def _closest_write(writes: Written, obj: str, attr: str) -> ContractSite | None:
+    """The setter write to name beside a read it does not match: one on the decoder's
+    own object, the attribute sharing the longest ending (`layers_to_capture` for
+    `_is_layer_to_capture`)."""
+    def score(item: tuple[tuple[str, str], ContractSite]) -> tuple[bool, int, str, str]:
+        (o, a), _site = item
+        common = next((i for i, (x, y) in enumerate(zip(a[::-1], attr[::-1], strict=False))
+                       if x != y), min(len(a), len(attr)))
+        return (o != obj, -common, o, a)
+
+    ranked = sorted(writes.items(), key=score)
+    return ranked[0][1] if ranked else None
+
+
+_PAIR_TEXT = re.compile(r"\(\s*([A-Za-z_]\w*)\s*,\s*([A-Za-z_]\w*)\s*\)")
+
+
+def _pair_return(c: _Contract, frame: _Frame) -> Return | None:
+    """A return of a tuple, also inside a conditional (`(h, aux) if aux else h`)."""
+    for r in c.returns(frame.fn):
+        if r.value.op == "seq" and len(r.value.args) >= 2:
+            return r
+        if r.value.op == "other" and _PAIR_TEXT.search(r.value.text):
+            return r
+    return None
+
+
+def _returned_names(r: Return) -> set[str] | None:
+    """The names a pair return hands back after the first; None if one is not a name."""
+    if r.value.op == "other":
+        found = _PAIR_TEXT.search(r.value.text)
+        return {found.group(2)} if found is not None else None
+    names = {a.text for a in r.value.args[1:] if a.op == "ref" and _WORD.fullmatch(a.text)}
+    return names if len(names) == len(r.value.args) - 1 else None
+
+
+def _unpack_sites(c: _Contract, frame: _Frame) -> list[ContractSite]:
+    """Where a forward unpacks (hidden, aux) from a name holding an inner call's result."""
+    return [ContractSite(c.path(frame.fn), e.line,
+                         f"{c.label(frame.fn)} unpacks {e.text.replace(',', ', ')}")
+            for e in c.effects(frame.fn)
+            if e.kind == "unpack" and e.text.count(",") == 1 and _WORD.fullmatch(e.value)]
+
+
+def _unpacks(c: _Contract, frame: _Frame) -> list[ContractFinding]:
+    """Rule 2: a forward that unpacks (hidden, aux) from an inner model whose forwards
+    never return a pair."""
+    if not frame.inner:
+        return []
+    below = [f for sub in frame.inner for f in _frames(sub)]
+    if any(_pair_return(c, f) for f in below):
+        return []
+    out = []
+    for site in _unpack_sites(c, frame):
+        sites = (site, *(ContractSite(c.path(f.fn), c.fdef(f.fn).line,
+                                      f"{c.label(f.fn)} returns no pair") for f in frame.inner))
+        message = "the inner forward never returns (hidden_states, aux_hidden_states)"
+        out.append(ContractFinding(ContractRule.AUX_NEVER_RETURNED.id, message, sites))
+    return out
+
+
+def _aux_filled(c: _Contract, frame: _Frame) -> list[ContractFinding]:
+    """Rule 2: the aux list a decoder returns must be filled (appended to, extended,
+    handed to a layer, or unpacked from an inner call)."""
+    r = _pair_return(c, frame)
+    assert r is not None
+    names = _returned_names(r)
+    if not names:
+        return []  # an element that is not a plain name: not followed
+    fns = c.helpers(frame.cls, frame.fn)
+    for f in fns:
+        for e in c.effects(f):
+            if e.kind == "call" and (e.text.split(".")[0] in names or _mentions(e.args, names)):
+                return []
+            if e.kind == "unpack" and names & set(e.text.split(",")):
+                return []
+    site = ContractSite(c.path(frame.fn), r.line,
+                        f"{c.label(frame.fn)} returns {', '.join(sorted(names))}")
+    message = "the decoder returns an aux list it never appends to"
+    return [ContractFinding(ContractRule.AUX_NEVER_RETURNED.id, message, (site,))]
+
+
+def _logits(c: _Contract, top: _Frame) -> list[ContractFinding]:
+    """Rule 4: the forward that calls the logits processor hands it the aux states."""
+    callers = [(f, e) for f in _frames(top) for g in c.helpers(f.cls, f.fn)
+               for e in c.effects(g) if e.kind == "call" and e.text == LOGITS]
+    if not callers:
+        c.unknown.append("no logits processor call on the forward path")
+        return []
+    out = []
+    for frame, call in callers:
+        below = [f for sub in frame.inner for f in _frames(sub)]
+        if not any(_pair_return(c, f) for f in below):
+            continue
+        # The aux states are unpacked from a local (`h, aux = hidden_states`) or straight
+        # from the inner call (`h, aux = self.model(...)`, v0.4.x).
+        aux = {n for e in c.effects(frame.fn)
+               if e.kind == "unpack" and (_WORD.fullmatch(e.value) or e.value.endswith(")"))
+               for n in e.text.split(",")[1:]}
+        if aux and _mentions(call.args, aux):
+            continue
+        label = c.label(frame.fn)
+        # Where the aux states come from, then where they are dropped.
+        origin = _unpack_sites(c, frame)[:1]
+        if not aux:
+            origin = [ContractSite(c.path(f.fn), r.line, f"{c.label(f.fn)} returns a pair")
+                      for f in below if (r := _pair_return(c, f)) is not None][:1]
+        what = f"{label} calls self.logits_processor without the aux states"
+        message = ("the logits processor is called without the aux hidden states"
+                   if aux else "the inner (hidden_states, aux) pair is never unpacked")
+        out.append(ContractFinding(ContractRule.AUX_NOT_TO_LOGITS.id, message,
+                                   (*origin, ContractSite(c.path(frame.fn), call.line, what))))
+    return out
+
+
+__all__ = [
+    "UNPACK_ERROR",
+    "ContractFinding",
+    "ContractResult",
+    "ContractRule",
+    "ContractSite",
+    "check_contract",
+]

@@ -1,0 +1,608 @@
+"""What each speculative algorithm requires of the target and draft model, at one version.
+
+From the index, the call graph and the role rules: every call or attribute read on a
+receiver that means the target or draft model (directly, through a local alias, or through
+a parameter a caller bound to it), the algorithms whose workers reach it, narrowed by the
+conditions around it, and whether a missing member would crash (required), depends on
+runtime state (conditional) or is tolerated (optional: hasattr, getattr default,
+`except AttributeError`). Also the fields read from the forward output and the
+configuration keys read.
+"""
+
+from __future__ import annotations
+
+import fnmatch
+import re
+from collections import defaultdict
+from collections.abc import Iterable
+from dataclasses import dataclass, field
+
+from tracker.analysis.algorithms import Algorithms, Pair, discover, worker_roots
+from tracker.analysis.callgraph import CallGraph
+from tracker.analysis.drafts import DraftModels, draft_models
+from tracker.analysis.index import VersionIndex, key, split_key
+from tracker.analysis.roles import ReceiverRule, RoleRules, load_rules
+from tracker.extract.facts import Branch, Call, Context, FunctionDef, ModuleFacts, Read
+
+STATUS_ORDER = {"required": 0, "conditional": 1, "optional": 2}
+
+# Members every Python object and every torch.nn.Module has (the models are nn.Modules):
+# using one asks nothing of a model class, so it is never a requirement
+# (`model.__class__.__name__` in a message, `model.named_modules()`). The nn.Module part is
+# its public API in torch 2.x; one set, so that it can follow an inventory of torch itself.
+OBJECT_MEMBERS = frozenset({
+    "__class__", "__delattr__", "__dict__", "__dir__", "__doc__", "__eq__", "__format__",
+    "__ge__", "__getattribute__", "__getstate__", "__gt__", "__hash__", "__init__",
+    "__init_subclass__", "__le__", "__lt__", "__module__", "__ne__", "__new__", "__reduce__",
+    "__reduce_ex__", "__repr__", "__setattr__", "__sizeof__", "__str__", "__subclasshook__",
+    "__weakref__",
+})
+NN_MODULE_MEMBERS = frozenset({
+    "T_destination", "add_module", "apply", "bfloat16", "buffers", "call_super_init",
+    "children", "compile", "cpu", "cuda", "double", "dump_patches", "eval", "extra_repr",
+    "float", "get_buffer", "get_extra_state", "get_parameter", "get_submodule", "half",
+    "ipu", "load_state_dict", "modules", "mtia", "named_buffers", "named_children",
+    "named_modules", "named_parameters", "parameters", "register_backward_hook",
+    "register_buffer", "register_forward_hook", "register_forward_pre_hook",
+    "register_full_backward_hook", "register_full_backward_pre_hook",
+    "register_load_state_dict_post_hook", "register_load_state_dict_pre_hook",
+    "register_module", "register_parameter", "register_state_dict_post_hook",
+    "register_state_dict_pre_hook", "requires_grad_", "set_extra_state", "set_submodule",
+    "share_memory", "state_dict", "to", "to_empty", "train", "training", "type", "xpu",
+    "zero_grad", "__call__", "__getattr__", "__setattr__", "__delattr__", "__dir__",
+    "__setstate__", "_parameters", "_buffers", "_modules",
+})
+EVERY_MODEL_HAS = OBJECT_MEMBERS | NN_MODULE_MEMBERS
+
+
+@dataclass(frozen=True, order=True)
+class Site:
+    path: str
+    line: int
+    function: str  # qualname inside the module: "EAGLEWorker.__init__"
+    condition: str = ""  # the enclosing conditions, rendered; "" when unconditional
+    status: str = "required"
+    guard: str = ""  # "hasattr" | "hasattr-raises" | "getattr-default" | "except AttributeError"
+    arity: str = ""  # "0", "1", "1+kw", "*" for calls; "" for reads
+    call_path: tuple[str, ...] = ()  # worker entry -> ... -> the function holding the site
+
+
+@dataclass(frozen=True)
+class Requirement:
+    algorithm: str
+    role: str  # "target" | "draft"
+    member: str
+    kind: str  # "call" | "attribute"
+    status: str  # strongest over the sites
+    sites: tuple[Site, ...]
+    # Members that stand in for this one: `if not hasattr(model, "alt"): model.member()`.
+    alternatives: tuple[str, ...] = ()
+
+    @property
+    def arities(self) -> tuple[str, ...]:
+        return tuple(sorted({s.arity for s in self.sites if s.arity}))
+
+    @property
+    def uses(self) -> tuple[str, ...]:
+        """How the sites use the member: "call", "attribute" (read) and/or "hasattr"
+        (tested with hasattr, or read only where such a test found it)."""
+        return tuple(sorted({_use(s) for s in self.sites}))
+
+
+def _use(site: Site) -> str:
+    if site.arity:
+        return "call"
+    return "hasattr" if site.guard in ("hasattr", "hasattr-raises") else "attribute"
+
+
+@dataclass(frozen=True)
+class FieldUse:
+    """A field of the forward output (`logits_output.X`) or a configuration key."""
+
+    algorithm: str
+    owner: str  # "logits_output" or the config receiver ("eagle_config")
+    name: str
+    sites: tuple[Site, ...]
+
+
+@dataclass
+class Interface:
+    version: str
+    algorithms: tuple[str, ...]
+    workers: dict[str, tuple[str, ...]]
+    requirements: list[Requirement] = field(default_factory=list)
+    output_fields: list[FieldUse] = field(default_factory=list)
+    config_keys: list[FieldUse] = field(default_factory=list)
+    warnings: list[str] = field(default_factory=list)
+    # Per algorithm that asks anything of a draft model: which classes it may load as one.
+    draft_models: dict[str, DraftModels] = field(default_factory=dict)
+
+    def for_algorithm(self, algorithm: str, role: str | None = None) -> list[Requirement]:
+        return [
+            r
+            for r in self.requirements
+            if r.algorithm == algorithm and (role is None or r.role == role)
+        ]
+
+
+# ------------------------------------------------------------------------- analysis
+
+
+@dataclass(frozen=True)
+class _Binding:
+    role: str  # "target" | "draft" | "runner"
+    scope: str  # "worker" | "runner"
+    via: str  # what it was bound from, for messages
+
+
+_SIMPLE_EXPR = re.compile(r"[A-Za-z_][\w.\[\]()*]*")
+
+
+class _Reachability:
+    def __init__(self, version: str, index: VersionIndex, rules: RoleRules) -> None:
+        self.version = version
+        self.index = index
+        self.rules = rules
+        self.graph = CallGraph(index)
+        self.algos: Algorithms = discover(index, rules)
+        self.speculative = frozenset(self.algos.speculative)
+        # Which algorithms reach each function, and a BFS tree per algorithm for paths.
+        self.reached_by: dict[str, set[str]] = defaultdict(set)
+        self.paths: dict[str, dict[str, list[str]]] = {}
+        for algorithm in self.algos.speculative:
+            own: list[str] = []
+            inherited: list[str] = []
+            for w in self.algos.workers.get(algorithm, []):
+                mine, theirs = worker_roots(index, w)
+                own += mine
+                inherited += theirs
+            paths = self.graph.shortest_paths(own, inherited)
+            self.paths[algorithm] = paths
+            for fn in paths:
+                self.reached_by[fn].add(algorithm)
+        # Only code a worker reaches, or runner code the rules name, can hold a site.
+        runner_globs = [g for r in rules.receivers if r.scope == "runner" for g in r.modules]
+        self.modules = sorted(
+            {split_key(fn)[0] for fn in self.reached_by}
+            | {m for m in index.modules if any(fnmatch.fnmatchcase(m, g) for g in runner_globs)}
+        )
+        self.aliases = {m: _aliases(index.modules[m]) for m in self.modules}
+        self.bindings = self._bind_parameters()
+        extra = {split_key(fn)[0] for fn in self.bindings} - set(self.modules)
+        for m in extra:
+            self.aliases[m] = _aliases(index.modules[m])
+        self.modules = sorted(set(self.modules) | extra)
+
+    # -------------------------------------------------------------- receiver roles
+
+    def owner_class_name(self, module: str, scope: str) -> str | None:
+        fn = self.index.functions.get(key(module, scope))
+        if fn is None or fn.owner is None:
+            return None
+        return fn.owner.rpartition(".")[2]
+
+    def expand(self, module: str, scope: str, line: int, receiver: str) -> str:
+        """Substitute local aliases: `target_model.x` -> `self.target_worker....model.x`."""
+        table = self.aliases.get(module, {}).get(scope)
+        if not table:
+            return receiver
+        for _ in range(4):
+            head = re.match(r"[A-Za-z_]\w*", receiver)
+            if head is None:
+                return receiver
+            name = head.group(0)
+            candidates = [(ln, v) for ln, v in table.get(name, []) if ln <= line]
+            if not candidates:
+                return receiver
+            value = max(candidates)[1]
+            if value.startswith(name + ".") or value == name:
+                return receiver
+            receiver = value + receiver[len(name) :]
+        return receiver
+
+    def role_of(
+        self, module: str, scope: str, line: int, receiver: str, member: str
+    ) -> tuple[ReceiverRule | _Binding, str, str] | None:
+        """(rule or binding, member on the model, "direct"|"attribute") or None."""
+        expanded = self.expand(module, scope, line, receiver)
+        cls = self.owner_class_name(module, scope)
+        for rule in self.rules.rules_in(module, cls):
+            touched = rule.member_of(expanded, member)
+            if touched is not None:
+                return rule, touched[0], touched[1]
+        bound = self.bindings.get(key(module, scope))
+        if bound:
+            head, _, rest = expanded.partition(".")
+            if head in bound:
+                if not rest:
+                    return bound[head], member, "direct"
+                first = re.match(r"[A-Za-z_]\w*", rest)
+                if first is not None:
+                    return bound[head], first.group(0), "attribute"
+        return None
+
+    def _bind_parameters(self) -> dict[str, dict[str, _Binding]]:
+        """Parameters that callers pass the model to: `configure(model=self.model)`."""
+        bindings: dict[str, dict[str, _Binding]] = {}
+        # First every call that passes a model named by the rules; then, for helpers that
+        # pass it on, only the calls inside functions that just gained a binding.
+        pending: list[str] | None = None
+        for _ in range(4):
+            gained: set[str] = set()
+            if pending is None:
+                calls = [(m, c) for m in self.modules for c in self.index.modules[m].calls]
+            else:
+                calls = [(split_key(fn)[0], c) for fn in pending
+                         for c in self.graph.calls_in(fn)]
+            for module, call in calls:
+                scope = call.context.scope
+                if not scope or (not call.args and not call.keywords):
+                    continue
+                passed = self._passed_models(module, scope, call, bindings)
+                if not passed:
+                    continue
+                local_types = self.graph.local_types(module)
+                for callee in self.graph.callees(module, scope, call, local_types):
+                    fn = self.index.functions.get(callee)
+                    if fn is None:
+                        continue
+                    for param, binding in _match_params(fn, passed):
+                        slot = bindings.setdefault(callee, {})
+                        if param not in slot:
+                            slot[param] = binding
+                            gained.add(callee)
+            if not gained:
+                break
+            pending = sorted(gained)
+        return bindings
+
+    def _passed_models(
+        self, module: str, scope: str, call: Call, bindings: dict[str, dict[str, _Binding]]
+    ) -> list[tuple[int | str, _Binding]]:
+        out: list[tuple[int | str, _Binding]] = []
+        items: list[tuple[int | str, str]] = list(enumerate(call.args))
+        items += [(name, value) for name, value in call.keywords]
+        cls = self.owner_class_name(module, scope)
+        own = bindings.get(key(module, scope), {})
+        for slot, text in items:
+            if not _SIMPLE_EXPR.fullmatch(text):
+                continue
+            expanded = self.expand(module, scope, call.line, text)
+            for rule in self.rules.rules_in(module, cls):
+                if rule.regex.fullmatch(expanded):
+                    out.append((slot, _Binding(rule.role, rule.scope, rule.pattern)))
+                    break
+            else:
+                if expanded in own:
+                    out.append((slot, own[expanded]))
+        return out
+
+    # -------------------------------------------------------------------- sites
+
+    def context_pairs(
+        self, module: str, scope: str, role: str, rule_scope: str, branches: tuple[Branch, ...]
+    ) -> tuple[set[Pair], bool]:
+        roles = ("target", "draft") if role == "runner" else (role,)
+        admitted, decided = self.algos.admitted(branches)
+        if rule_scope == "worker":
+            algorithms = self.reached_by.get(key(module, scope), set())
+            if not algorithms:
+                algorithms = self._module_fallback(module)
+            pairs = {(a, r) for a in algorithms for r in roles} & admitted
+            return pairs, decided
+        # Runner code runs with every algorithm and without one: only what the
+        # conditions narrow counts as a speculative requirement.
+        pairs = {(a, r) for a, r in admitted if r in roles}
+        kept: set[Pair] = set()
+        for r in roles:
+            algorithms = {a for a, rr in pairs if rr == r}
+            if not (self.speculative <= algorithms and "NONE" in algorithms):
+                kept |= {(a, r) for a in algorithms}
+        return kept, decided
+
+    def _module_fallback(self, module: str) -> set[str]:
+        """Code no worker was seen to call: the algorithms whose workers live beside it."""
+        found: set[str] = set()
+        for algorithm, workers in self.algos.workers.items():
+            if any(split_key(w)[0] == module for w in workers):
+                found.add(algorithm)
+        return found
+
+    def path_to(self, algorithm: str, module: str, scope: str) -> tuple[str, ...]:
+        path = self.paths.get(algorithm, {}).get(key(module, scope))
+        return tuple(path) if path else ()
+
+
+def _aliases(facts: ModuleFacts) -> dict[str, dict[str, list[tuple[int, str]]]]:
+    """scope -> local name -> [(line, value text)] for `name = <dotted expression>`."""
+    out: dict[str, dict[str, list[tuple[int, str]]]] = {}
+    for a in facts.assigns:
+        if not a.context.scope or not a.target.isidentifier() or a.value is None:
+            continue
+        if a.value.op == "ref" or (a.value.op == "other" and _SIMPLE_EXPR.fullmatch(a.value.text)):
+            out.setdefault(a.context.scope, {}).setdefault(a.target, []).append(
+                (a.line, a.value.text)
+            )
+    return out
+
+
+def _match_params(
+    fn: FunctionDef, passed: list[tuple[int | str, _Binding]]
+) -> Iterable[tuple[str, _Binding]]:
+    params = list(fn.params)
+    if fn.owner is not None and params and params[0].name in ("self", "cls"):
+        params = params[1:]
+    positional = [p for p in params if p.kind == "positional"]
+    names = {p.name for p in params}
+    for slot, binding in passed:
+        if isinstance(slot, int):
+            if slot < len(positional):
+                yield positional[slot].name, binding
+        elif slot in names:
+            yield slot, binding
+
+
+def _guard_of(
+    site_receiver: str,
+    member: str,
+    context: Context,
+    analysis: _Reachability,
+    module: str,
+    line: int,
+) -> str:
+    if context.catches_attribute_error:
+        return "except AttributeError"
+    for br in context.branches:
+        if br.holds and _mentions_hasattr(
+            br.test, site_receiver, member, analysis, module, context.scope, line
+        ):
+            return "hasattr"
+    return ""
+
+
+def _mentions_hasattr(
+    test: object,
+    receiver: str,
+    member: str,
+    analysis: _Reachability,
+    module: str,
+    scope: str,
+    line: int,
+) -> bool:
+    from tracker.extract.facts import Cond
+
+    assert isinstance(test, Cond)
+    if test.op == "and":
+        return any(
+            _mentions_hasattr(a, receiver, member, analysis, module, scope, line) for a in test.args
+        )
+    if test.op == "call" and test.text == "hasattr" and len(test.args) >= 2:
+        obj, name = test.args[0], test.args[1]
+        return (
+            name.op == "str"
+            and name.text == member
+            and analysis.expand(module, scope, line, obj.render()) == receiver
+        )
+    return False
+
+
+def _arity(call: Call) -> str:
+    if call.star_args:
+        return "*"
+    kw = len(call.keywords)
+    return f"{call.positional}+{kw}kw" if kw else str(call.positional)
+
+
+class _Collector:
+    """Gathers the sites of one version into requirements and field uses."""
+
+    def __init__(self, an: _Reachability) -> None:
+        self.an = an
+        # (algorithm, role, member) -> sites, and the members that can stand in. One slot
+        # per member whether it is called or read: a site's arity tells which use it is.
+        self.found: dict[tuple[str, str, str], list[Site]] = defaultdict(list)
+        self.alternatives: dict[tuple[str, str, str], set[str]] = defaultdict(set)
+        self.outputs: dict[tuple[str, str, str], list[Site]] = defaultdict(list)
+        self.configs: dict[tuple[str, str, str], list[Site]] = defaultdict(list)
+
+    def member(self, module: str, path: str, line: int, context: Context,
+               target: ReceiverRule | _Binding, receiver: str, member: str,
+               guard: str, arity: str) -> None:
+        """One use of `member` on a model whose receiver (aliases expanded) is `receiver`:
+        a call when `arity` is given, else an attribute read or probe."""
+        if member in EVERY_MODEL_HAS or context.in_message:
+            return
+        an = self.an
+        scope = context.scope
+        alternatives, plain = _unless_provided(an, module, scope, line, context.branches,
+                                               receiver)
+        pairs, _ = an.context_pairs(module, scope, target.role, target.scope, context.branches)
+        # `if not hasattr(model, "alt"): model.member()` needs member unless alt is there:
+        # decided as far as the algorithms go, with alt as an alternative.
+        _, decided = an.algos.admitted(plain)
+        status = _status(decided, guard)
+        for algorithm, role in sorted(pairs):
+            if algorithm == "NONE":
+                continue
+            slot = (algorithm, role, member)
+            self.found[slot].append(_site(an, algorithm, module, path, scope, line,
+                                          context.branches, status, guard, arity))
+            self.alternatives[slot] |= alternatives
+
+    def field(self, module: str, path: str, line: int, context: Context, owner: str,
+              name: str, bucket: dict[tuple[str, str, str], list[Site]]) -> None:
+        an = self.an
+        scope = context.scope
+        if not scope or context.in_message:
+            return
+        pairs, decided = an.context_pairs(module, scope, "target", "worker", context.branches)
+        if not pairs:
+            pairs, decided = an.context_pairs(module, scope, "runner", "runner",
+                                              context.branches)
+        for algorithm in sorted({a for a, _ in pairs} - {"NONE"}):
+            # No call path: a field read is understood without one, and snapshots omit it.
+            site = _site(an, algorithm, module, path, scope, line, context.branches,
+                         _status(decided, ""), "", "", with_path=False)
+            bucket[(algorithm, owner, name)].append(site)
+
+    def call(self, module: str, path: str, call: Call) -> None:
+        an = self.an
+        scope = call.context.scope
+        if not scope:
+            return
+        if call.receiver is None and call.name in ("hasattr", "getattr") and len(call.args) >= 2:
+            obj, name = call.args[0], call.args[1]
+            if not (name[:1] in "'\"" and name[-1:] == name[:1]):
+                return
+            probed = an.role_of(module, scope, call.line, obj, name[1:-1])
+            if probed is None:
+                return
+            if call.name == "hasattr":
+                guard = "hasattr-raises" if call.asserted else "hasattr"
+            else:
+                guard = "getattr-default" if len(call.args) >= 3 or call.keywords else ""
+            self.member(module, path, call.line, call.context, probed[0],
+                        an.expand(module, scope, call.line, obj), probed[1], guard, "")
+            return
+        if call.receiver is None:
+            return
+        found = an.role_of(module, scope, call.line, call.receiver, call.name)
+        if found is not None:
+            target, member, how = found
+            receiver = an.expand(module, scope, call.line, call.receiver)
+            guard = _guard_of(receiver, call.name, call.context, an, module, call.line)
+            # `model.inner.run()` calls a method of what the member holds: a read of it.
+            self.member(module, path, call.line, call.context, target, receiver, member,
+                        guard, _arity(call) if how == "direct" else "")
+        rules = an.rules
+        if call.name == "get" and call.args and any(
+                p.fullmatch(call.receiver) for p in rules.config_receivers):
+            self.field(module, path, call.line, call.context,
+                       call.receiver.rpartition(".")[2], call.args[0].strip("'\""),
+                       self.configs)
+
+    def read(self, module: str, path: str, read: Read) -> None:
+        an = self.an
+        scope = read.context.scope
+        if scope and read.kind == "attr":
+            found = an.role_of(module, scope, read.line, read.receiver, read.name)
+            if found is not None:
+                target, member, _how = found
+                receiver = an.expand(module, scope, read.line, read.receiver)
+                guard = _guard_of(receiver, read.name, read.context, an, module, read.line)
+                self.member(module, path, read.line, read.context, target, receiver, member,
+                            guard, "")
+        rules = an.rules
+        patterns = rules.config_receivers if read.kind == "key" else rules.output_receivers
+        if any(p.fullmatch(read.receiver) for p in patterns):
+            self.field(module, path, read.line, read.context, read.receiver.rpartition(".")[2],
+                       read.name, self.configs if read.kind == "key" else self.outputs)
+
+
+def _unless_provided(an: _Reachability, module: str, scope: str, line: int,
+                     branches: tuple[Branch, ...], receiver: str
+                     ) -> tuple[set[str], tuple[Branch, ...]]:
+    """Members whose absence alone lets the site run (`not (x and hasattr(model, "alt"))`),
+    and the other branches."""
+    alternatives: set[str] = set()
+    plain: list[Branch] = []
+    for br in branches:
+        found = None
+        if not br.holds:
+            conjuncts = br.test.args if br.test.op == "and" else (br.test,)
+            for c in conjuncts:
+                if c.op == "call" and c.text == "hasattr" and len(c.args) >= 2 \
+                        and c.args[1].op == "str" \
+                        and an.expand(module, scope, line, c.args[0].render()) == receiver:
+                    found = c.args[1].text
+        if found is None:
+            plain.append(br)
+        else:
+            alternatives.add(found)
+    return alternatives, tuple(plain)
+
+
+def build_interface(version: str, index: VersionIndex, rules: RoleRules | None = None
+                    ) -> Interface:
+    rules = rules or load_rules()
+    an = _Reachability(version, index, rules)
+    algos = an.algos
+    interface = Interface(
+        version=version,
+        algorithms=algos.speculative,
+        workers={
+            a: tuple(sorted(w.rpartition(":")[2] for w in ws))
+            for a, ws in sorted(algos.workers.items())
+        },
+        warnings=list(algos.warnings),
+    )
+    collect = _Collector(an)
+    for module in an.modules:
+        facts = index.modules[module]
+        for call in facts.calls:
+            collect.call(module, facts.path, call)
+        for read in facts.reads:
+            collect.read(module, facts.path, read)
+
+    for slot, sites in sorted(collect.found.items()):
+        algorithm, role, member = slot
+        kind = "call" if any(s.arity for s in sites) else "attribute"
+        # The plainest site first: required before guarded, unconditional before nested.
+        unique = sorted(
+            set(sites), key=lambda s: (STATUS_ORDER[s.status], len(s.condition), s.path, s.line)
+        )
+        status = min((s.status for s in unique), key=STATUS_ORDER.__getitem__)
+        interface.requirements.append(Requirement(
+            algorithm, role, member, kind, status, tuple(unique),
+            tuple(sorted(collect.alternatives[slot]))))
+    for bucket, uses in ((collect.outputs, interface.output_fields),
+                         (collect.configs, interface.config_keys)):
+        for (algorithm, owner, name), field_sites in sorted(bucket.items()):
+            uses.append(FieldUse(algorithm, owner, name, tuple(sorted(set(field_sites)))))
+    for algorithm in algos.speculative:
+        if algorithm in algos.workers and not interface.for_algorithm(algorithm, "target"):
+            workers = ", ".join(interface.workers.get(algorithm, ()))
+            interface.warnings.append(
+                f"{version}: {algorithm} requires no target-model member: its workers "
+                f"({workers}) use none, or the role rules do not know their receivers"
+            )
+    if not any(r.role == "target" for r in interface.requirements):
+        interface.warnings.append(f"{version}: no receiver of the role rules matched anywhere")
+    interface.draft_models = {
+        a: found
+        for a, found in draft_models(index, algos, rules.draft_models, an.reached_by).items()
+        if interface.for_algorithm(a, "draft")
+    }
+    return interface
+
+
+def _site(
+    an: _Reachability,
+    algorithm: str,
+    module: str,
+    path: str,
+    scope: str,
+    line: int,
+    branches: tuple[Branch, ...],
+    status: str,
+    guard: str,
+    arity: str,
+    *,
+    with_path: bool = True,
+) -> Site:
+    return Site(
+        path=path,
+        line=line,
+        function=scope,
+        condition=" and ".join(b.render() for b in branches),
+        status=status,
+        guard=guard,
+        arity=arity,
+        call_path=an.path_to(algorithm, module, scope) if with_path else (),
+    )
+
+
+def _status(decided: bool, guard: str) -> str:
+    if guard and guard != "hasattr-raises":
+        return "optional"
+    return "required" if decided else "conditional"

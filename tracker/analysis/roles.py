@@ -1,0 +1,269 @@
+"""The role rules (`queries/roles.toml`): which receiver expressions are the target or the
+draft model, where. Data, so a renamed receiver in a new release is a one-line change."""
+
+from __future__ import annotations
+
+import fnmatch
+import hashlib
+import re
+import tomllib
+from dataclasses import dataclass, field
+from functools import cache
+from typing import Any
+
+from tracker.common.errors import TrackerError
+from tracker.common.resources import queries_dir
+
+
+@dataclass(frozen=True)
+class ReceiverRule:
+    pattern: str
+    role: str  # "target" | "draft" | "runner"
+    modules: tuple[str, ...]
+    classes: tuple[str, ...]
+    scope: str  # "worker" | "runner"
+    regex: re.Pattern[str]
+
+    def applies_in(self, module: str, class_name: str | None) -> bool:
+        if not any(fnmatch.fnmatchcase(module, glob) for glob in self.modules):
+            return False
+        return not self.classes or class_name in self.classes
+
+    def member_of(self, receiver: str, member: str) -> tuple[str, str] | None:
+        """(member, kind) when `receiver.member` touches the model this rule names:
+        the member itself when the receiver is the model, or the first name after the
+        model when the receiver reaches further (`<model>.model.embed_tokens`). A name
+        called right there (`<model>.get_hot_token_id().to(...)`) is left out: that call
+        is a site of its own, and counting it here would list the member twice."""
+        found = self.regex.fullmatch(receiver)
+        if found is not None:
+            return member, "direct"
+        found = self.regex.match(receiver)
+        if found is not None and receiver[found.end() :].startswith("."):
+            rest = receiver[found.end() + 1 :]
+            head = re.match(r"[A-Za-z_][A-Za-z0-9_]*", rest)
+            if head is not None and not rest[head.end() :].startswith("("):
+                return head.group(0), "attribute"
+        return None
+
+
+@dataclass(frozen=True)
+class RoleRules:
+    """All rules of roles.toml. `rules_in` memoises which receiver rules apply where."""
+
+    receivers: tuple[ReceiverRule, ...]
+    role_flags: dict[str, dict[str, bool]]  # flag name -> role -> value
+    output_receivers: tuple[re.Pattern[str], ...]
+    config_receivers: tuple[re.Pattern[str], ...]
+    algorithm_enum: str
+    worker_packages: tuple[str, ...]
+    model_kinds: tuple[tuple[str, re.Pattern[str], tuple[str, ...]], ...]
+    source_hash: str
+    registry_calls: tuple[str, ...] = ()
+    registry_flags_keyword: str = "flags"
+    registry_worker_keyword: str = "worker_cls"
+    flag_method: str = "_has_flag"
+    # Structural kind markers: ("generative" | "pooling", class names constructed).
+    kind_markers: tuple[tuple[str, frozenset[str]], ...] = ()
+    draft_models: DraftModelRules = field(default_factory=lambda: DraftModelRules())
+    _memo: dict[tuple[str, str | None], tuple[ReceiverRule, ...]] = field(
+        default_factory=dict, compare=False, repr=False
+    )
+
+    def rules_in(self, module: str, class_name: str | None) -> tuple[ReceiverRule, ...]:
+        memo_key = (module, class_name)
+        found = self._memo.get(memo_key)
+        if found is None:
+            found = tuple(r for r in self.receivers if r.applies_in(module, class_name))
+            self._memo[memo_key] = found
+        return found
+
+    def model_kind(self, class_name: str) -> str:
+        return self.model_kind_rule(class_name)[0]
+
+    def model_kind_rule(self, class_name: str) -> tuple[str, tuple[str, ...]]:
+        """(kind, algorithms it is checked for; empty: all)."""
+        found = self.name_rule(class_name)
+        return (found[0], found[2]) if found is not None else ("target", ())
+
+    def name_rule(
+        self, class_name: str, kinds: frozenset[str] | None = None
+    ) -> tuple[str, str, tuple[str, ...]] | None:
+        """The first name rule (among those of `kinds`) that matches: (kind, pattern,
+        algorithms)."""
+        for kind, pattern, algorithms in self.model_kinds:
+            if (kinds is None or kind in kinds) and pattern.search(class_name):
+                return kind, pattern.pattern, algorithms
+        return None
+
+    def markers(self, kind: str) -> frozenset[str]:
+        return frozenset().union(*(names for k, names in self.kind_markers if k == kind))
+
+
+@dataclass(frozen=True)
+class DraftModelRules:
+    """Where a version's code makes the draft checkpoint fall back to the target's, and
+    how it refuses a missing draft path (see `[draft_models]` in roles.toml)."""
+
+    draft_worker_keyword: str = "is_draft_worker"
+    fallback_keyword: str = "model_path"
+    fallback_value: re.Pattern[str] = re.compile(r"^model_path or (\w+\.)+model_path$")
+    draft_path_attribute: str = "speculative_draft_model_path"
+    refusal_calls: re.Pattern[str] = re.compile(r"(Error|Exception)$")
+    any_generative: tuple[str, ...] = ()
+
+
+MODEL_KINDS = ("target", "draft", "embedding", "reward", "classification")
+MARKER_KINDS = ("generative", "pooling")
+
+
+def _compile(pattern: str) -> re.Pattern[str]:
+    parts = [re.escape(p) for p in pattern.split("*")]
+    return re.compile(r"[^.]*".join(parts))
+
+
+@cache
+def load_rules() -> RoleRules:
+    path = queries_dir() / "roles.toml"
+    return rules_from_text(path.read_bytes(), path.name)
+
+
+def rules_from_text(raw: bytes, where: str = "roles.toml") -> RoleRules:
+    """The rules from the text of a roles.toml; a malformed kind or draft rule is a
+    TrackerError that names the file and the entry."""
+    try:
+        data = tomllib.loads(raw.decode("utf-8"))
+    except (UnicodeDecodeError, tomllib.TOMLDecodeError) as exc:
+        raise TrackerError(f"{where}: {exc}") from exc
+    receivers = tuple(
+        ReceiverRule(
+            pattern=r["pattern"],
+            role=r["role"],
+            modules=tuple(r.get("modules", ["sglang.srt.speculative.*"])),
+            classes=tuple(r.get("classes", [])),
+            scope=r.get("scope", "worker"),
+            regex=_compile(r["pattern"]),
+        )
+        for r in data.get("receiver", [])
+    )
+    flags = {
+        f["name"]: {role: bool(f[role]) for role in ("target", "draft") if role in f}
+        for f in data.get("role_flag", [])
+    }
+    return RoleRules(
+        receivers=receivers,
+        role_flags=flags,
+        output_receivers=tuple(_compile(p) for p in data["output"]["receivers"]),
+        config_receivers=tuple(_compile(p) for p in data["config"]["receivers"]),
+        algorithm_enum=data["algorithms"]["enum"],
+        worker_packages=tuple(data["algorithms"]["worker_packages"]),
+        model_kinds=_model_kinds(data.get("model_kind", []), where),
+        source_hash=hashlib.sha256(raw).hexdigest()[:16],
+        registry_calls=tuple(data["algorithms"].get("registry_calls", ())),
+        registry_flags_keyword=data["algorithms"].get("registry_flags_keyword", "flags"),
+        registry_worker_keyword=data["algorithms"].get("registry_worker_keyword", "worker_cls"),
+        flag_method=data["algorithms"].get("flag_method", "_has_flag"),
+        kind_markers=_kind_markers(data.get("kind_marker", []), where),
+        draft_models=_draft_models(data.get("draft_models", {}), where),
+    )
+
+
+# ------------------------------------------------------------------- validation
+
+_IDENTIFIER = re.compile(r"[A-Za-z_][A-Za-z0-9_]*")
+
+
+def _entry(raw: object, where: str, allowed: dict[str, type], required: tuple[str, ...]
+           ) -> dict[str, Any]:
+    """One table of the file, its keys and value types checked."""
+    if not isinstance(raw, dict):
+        raise TrackerError(f"{where}: expected a table")
+    for name, value in raw.items():
+        if name not in allowed:
+            raise TrackerError(
+                f"{where}: unknown key {name!r} (known: {', '.join(sorted(allowed))})"
+            )
+        expected = allowed[name]
+        items = value if expected is list and isinstance(value, list) else None
+        if not isinstance(value, expected) or (
+            items is not None and not all(isinstance(i, str) for i in items)
+        ):
+            wanted = "a list of strings" if expected is list else f"a {expected.__name__}"
+            raise TrackerError(f"{where}: {name} must be {wanted}")
+    for name in required:
+        if name not in raw:
+            raise TrackerError(f"{where}: {name} is missing")
+    return raw
+
+
+def _regex(pattern: str, where: str) -> re.Pattern[str]:
+    try:
+        return re.compile(pattern)
+    except re.error as exc:
+        raise TrackerError(f"{where}: bad pattern {pattern!r}: {exc}") from exc
+
+
+def _model_kinds(
+    raw: list[Any], where: str
+) -> tuple[tuple[str, re.Pattern[str], tuple[str, ...]], ...]:
+    out = []
+    for n, item in enumerate(raw, 1):
+        at = f"{where}: [[model_kind]] #{n}"
+        entry = _entry(item, at, {"kind": str, "pattern": str, "algorithms": list},
+                       ("kind", "pattern"))
+        kind = str(entry["kind"])
+        if kind not in MODEL_KINDS:
+            raise TrackerError(f"{at}: kind {kind!r} is not one of {', '.join(MODEL_KINDS)}")
+        algorithms = tuple(str(a) for a in entry.get("algorithms", []))
+        if algorithms and kind != "draft":
+            raise TrackerError(f"{at}: only a draft rule names algorithms")
+        out.append((kind, _regex(str(entry["pattern"]), at), algorithms))
+    return tuple(out)
+
+
+def _kind_markers(raw: list[Any], where: str) -> tuple[tuple[str, frozenset[str]], ...]:
+    out = []
+    for n, item in enumerate(raw, 1):
+        at = f"{where}: [[kind_marker]] #{n}"
+        entry = _entry(item, at, {"kind": str, "constructs": list}, ("kind", "constructs"))
+        kind = str(entry["kind"])
+        if kind not in MARKER_KINDS:
+            raise TrackerError(f"{at}: kind {kind!r} is not one of {', '.join(MARKER_KINDS)}")
+        names = [str(c) for c in entry["constructs"]]
+        bad = [c for c in names if not _IDENTIFIER.fullmatch(c)]
+        if not names or bad:
+            raise TrackerError(f"{at}: constructs must list class names (got {bad or names})")
+        out.append((kind, frozenset(names)))
+    return tuple(out)
+
+
+def _draft_models(raw: object, where: str) -> DraftModelRules:
+    at = f"{where}: [draft_models]"
+    entry = _entry(
+        raw,
+        at,
+        {
+            "draft_worker_keyword": str,
+            "fallback_keyword": str,
+            "fallback_value": str,
+            "draft_path_attribute": str,
+            "refusal_calls": str,
+            "any_generative": list,
+        },
+        (),
+    )
+    defaults = DraftModelRules()
+    return DraftModelRules(
+        draft_worker_keyword=str(
+            entry.get("draft_worker_keyword", defaults.draft_worker_keyword)
+        ),
+        fallback_keyword=str(entry.get("fallback_keyword", defaults.fallback_keyword)),
+        fallback_value=_regex(
+            str(entry.get("fallback_value", defaults.fallback_value.pattern)), at
+        ),
+        draft_path_attribute=str(
+            entry.get("draft_path_attribute", defaults.draft_path_attribute)
+        ),
+        refusal_calls=_regex(str(entry.get("refusal_calls", defaults.refusal_calls.pattern)), at),
+        any_generative=tuple(str(a) for a in entry.get("any_generative", [])),
+    )

@@ -1,0 +1,170 @@
+"""The `tracker` command line: parses options, calls one use case, prints, sets the exit code.
+
+Exit codes: 0 success, 1 the requested check failed (`--fail-on`), 2 bad usage or bad
+input, with a one-line reason on stderr. Heavy imports happen inside the commands so that
+`tracker --help` stays fast.
+
+The group and the entry point live here; the commands in one module per group (`basics`,
+`models`, `release`, `report`), their shared options in `options`.
+"""
+
+from __future__ import annotations
+
+import gc
+import logging
+import os
+import sys
+from typing import Any
+
+import click
+
+from tracker import __version__
+from tracker.cli import basics, models, release, report
+from tracker.cli.options import Failed
+from tracker.common.errors import TrackerError
+
+# --------------------------------------------------------------------------- group
+
+
+class OneLineUsageError(click.UsageError):
+    """A usage error as one line, `tracker: error: ...` like every other error (click's
+    own is three: the usage, a hint, the message)."""
+
+    def show(self, file: Any = None) -> None:
+        where = self.ctx.command_path if self.ctx is not None else "tracker"
+        message = " ".join(self.format_message().split()).removesuffix(".")
+        click.echo(f"tracker: error: {message} (see {where} --help)", file=file, err=True)
+
+
+def _one_line(error: click.UsageError) -> click.UsageError:
+    if isinstance(error, (OneLineUsageError, click.exceptions.NoArgsIsHelpError)):
+        return error  # already one line / a bare `tracker`, which shows the help
+    return OneLineUsageError(error.format_message(), error.ctx)
+
+
+def command_summary(command: click.Command) -> str:
+    """A command's `short_help`, else the first sentence of its help (ended, as click ends
+    it, by the first word with a final full stop), never cut short."""
+    if command.short_help:
+        return " ".join(command.short_help.split())
+    paragraph = (command.help or "").strip().split("\n\n")[0]
+    words: list[str] = []
+    for word in paragraph.split():
+        words.append(word)
+        if word.endswith("."):
+            break
+    return " ".join(words)
+
+
+class TrackerGroup(click.Group):
+    """Maps the tool's own failures to exit codes here, so that every way of invoking the
+    group (the console script, `python -m tracker`, click's test runner) behaves alike."""
+
+    def format_commands(self, ctx: click.Context, formatter: click.HelpFormatter) -> None:
+        # Click cuts each summary at a fixed length with "...", whatever the terminal's
+        # width; show the whole first sentence and let the formatter wrap it.
+        rows = []
+        for name in self.list_commands(ctx):
+            command = self.get_command(ctx, name)
+            if command is not None and not command.hidden:
+                rows.append((name, command_summary(command)))
+        if rows:
+            with formatter.section("Commands"):
+                formatter.write_dl(rows)
+
+    def make_context(
+        self,
+        info_name: str | None,
+        args: list[str],
+        parent: click.Context | None = None,
+        **extra: Any,
+    ) -> click.Context:
+        try:
+            return super().make_context(info_name, args, parent, **extra)
+        except click.UsageError as exc:  # the group's own options and arguments
+            raise _one_line(exc) from None
+
+    def invoke(self, ctx: click.Context) -> Any:
+        try:
+            return super().invoke(ctx)
+        except click.UsageError as exc:  # a command's options and arguments
+            raise _one_line(exc) from None
+        except Failed:
+            ctx.exit(1)
+        except TrackerError as exc:
+            if os.environ.get("TRACKER_DEBUG"):
+                raise
+            click.echo(f"tracker: error: {exc}", err=True)
+            ctx.exit(exc.exit_code)
+
+
+@click.group(
+    cls=TrackerGroup,
+    context_settings={"help_option_names": ["-h", "--help"], "max_content_width": 100},
+)
+@click.version_option(__version__, prog_name="tracker")
+def cli() -> None:
+    """What SGLang's speculative decoding algorithms require of model classes, what changed
+    between two versions, and which model wrappers break.
+
+    \b
+    Versions: v0.5.9, 0.5.9, v0.5.8.post1, latest, ranges v0.5.8..v0.5.12, and for git any
+    commit-ish. Sources: the released archives on PyPI (default), a git repository
+    (--repo / TRACKER_REPO / the checkout you are in), or a directory (--source dir:PATH).
+
+    \b
+    Exit codes: 0 success, 1 a requested check failed, 2 bad usage or input.
+    """
+
+
+# The commands live in one module per group; registering them here keeps one entry point.
+for _module in (basics, models, release, report):
+    _module.register(cli)
+
+
+
+def main(argv: list[str] | None = None) -> None:
+    """Entry point: runs the group and maps failures to exit codes and one-line errors."""
+    debug = bool(os.environ.get("TRACKER_DEBUG"))
+    # The analysis makes millions of small, acyclic objects (facts are tuples): the
+    # default thresholds had full collections take a third of a cold run.
+    gc.set_threshold(200_000, 50, 1000)
+    # Warnings the pipeline logs (a cache it cannot write, a corrupt entry) read like the
+    # tool's own: one line, "tracker: warning: ...".
+    handler = logging.StreamHandler()
+    handler.setFormatter(logging.Formatter("tracker: warning: %(message)s"))
+    package_log = logging.getLogger("tracker")
+    package_log.addHandler(handler)
+    package_log.setLevel(logging.WARNING)
+    package_log.propagate = False
+    try:
+        code = cli.main(args=argv, prog_name="tracker", standalone_mode=False)
+    except click.exceptions.Abort:
+        click.echo("tracker: aborted", err=True)
+        sys.exit(2)
+    except click.ClickException as exc:
+        exc.show()
+        sys.exit(2)
+    except Failed:
+        sys.exit(1)
+    except TrackerError as exc:
+        if debug:
+            raise
+        click.echo(f"tracker: error: {exc}", err=True)
+        sys.exit(exc.exit_code)
+    except KeyboardInterrupt:
+        click.echo("tracker: interrupted", err=True)
+        sys.exit(130)
+    except BrokenPipeError:
+        sys.exit(0)
+    except Exception as exc:  # never a traceback for users; TRACKER_DEBUG=1 shows it
+        if debug:
+            raise
+        click.echo(
+            f"tracker: internal error: {type(exc).__name__}: {exc} "
+            "(set TRACKER_DEBUG=1 for a traceback)",
+            err=True,
+        )
+        sys.exit(2)
+    # Without standalone mode click returns the code of `ctx.exit(...)` instead of exiting.
+    sys.exit(code if isinstance(code, int) else 0)

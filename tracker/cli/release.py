@@ -1,0 +1,493 @@
+"""Release automation commands: changelog, issues, watch, triage.
+
+What a maintainer runs when SGLang publishes a release (the changelog appendix, the issues
+for what broke), what a scheduled job runs to keep up (`watch`), and what a user runs with
+the `AttributeError` their server died of (`triage`).
+"""
+
+from __future__ import annotations
+
+import re
+import sys
+from collections.abc import Iterator
+from dataclasses import replace
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+import click
+
+from tracker.cli.options import (
+    algorithms_option,
+    check_order,
+    config_option,
+    describe_snapshot,
+    emit,
+    flush_warnings,
+    format_option,
+    pick_algorithms,
+    rendering_options,
+    reverse_option,
+    source_options,
+    warn_unknown_accepted,
+)
+from tracker.common.errors import SourceError, TrackerError
+
+if TYPE_CHECKING:
+    from tracker.analysis.compat import Compat
+    from tracker.compare.diff import Change
+    from tracker.compare.workspace import Workspace
+    from tracker.release.watch import ReleaseOutcome, Sink
+    from tracker.render.documents import RenderOptions
+    from tracker.sources.base import Source
+
+
+def _pair(
+    ws: Workspace, old: str, new: str, algorithms: tuple[str, ...], reverse: bool = False
+) -> Any:
+    """(old snapshot, new snapshot, new version's source, chosen algorithms)."""
+    osrc, oversion = ws.resolve(old)
+    nsrc, nversion = ws.resolve(new)
+    check_order(oversion, nversion, reverse)
+    a, b = ws.snapshot_of(osrc, oversion), ws.snapshot_of(nsrc, nversion)
+    available = tuple(dict.fromkeys(a.interface.algorithms + b.interface.algorithms))
+    chosen = pick_algorithms(available, algorithms)
+    warn_unknown_accepted(ws, available)
+    return a, b, nsrc, chosen
+
+
+# ---------------------------------------------------------------------- changelog
+
+
+@click.command()
+@click.argument("old")
+@click.argument("new")
+@algorithms_option
+@click.option(
+    "--all",
+    "show_all",
+    is_flag=True,
+    help="List new and removed classes too, not only their counts.",
+)
+@click.option(
+    "-o",
+    "--output",
+    type=click.Path(dir_okay=False, path_type=Path),
+    help="Write the appendix to this file instead of stdout.",
+)
+@reverse_option
+@source_options
+@config_option
+@format_option("md", "json")
+@rendering_options
+def changelog(
+    old: str,
+    new: str,
+    algorithms: tuple[str, ...],
+    show_all: bool,
+    output: Path | None,
+    reverse: bool,
+    ws: Workspace,
+    fmt: str,
+    render_options: RenderOptions,
+) -> None:
+    """A markdown appendix for release notes: "Speculative decoding interface changes"
+    from OLD to NEW, every site linked at its tag."""
+    from tracker.compare.diff import diff
+    from tracker.release.changelog import changelog_document
+    from tracker.render.documents import render
+
+    a, b, nsrc, chosen = _pair(ws, old, new, algorithms, reverse)
+    result = diff(a.interface, a.compat, b.interface, b.compat, chosen)
+    doc = changelog_document(result, b.interface, b.compat, describe_snapshot(ws, b, fmt), show_all)
+    doc["fix_options"] = ws.fix_options(nsrc, b.version)
+    flush_warnings(ws)
+    emit(render("changelog", fmt, doc, replace(render_options, show_all=show_all)), output)
+
+
+# ------------------------------------------------------------------------- issues
+
+
+@click.command()
+@click.argument("old")
+@click.argument("new")
+@algorithms_option
+@click.option(
+    "--out",
+    "out_dir",
+    type=click.Path(file_okay=False, path_type=Path),
+    help="Write one .md file per issue and an issues.json index here.",
+)
+@reverse_option
+@source_options
+@config_option
+@format_option("md", "json")
+@rendering_options
+def issues(
+    old: str,
+    new: str,
+    algorithms: tuple[str, ...],
+    out_dir: Path | None,
+    reverse: bool,
+    ws: Workspace,
+    fmt: str,
+    render_options: RenderOptions,
+) -> None:
+    """The issues to file for OLD → NEW: one per newly broken (model, algorithm) and one
+    per target member newly required or removed, each with a stable fingerprint."""
+    from tracker.release.issues import as_markdown, issues_document
+    from tracker.release.watch import DirSink, accepted_between, issues_between
+    from tracker.render.documents import document_json
+
+    a, b, nsrc, chosen = _pair(ws, old, new, algorithms, reverse)
+    docs = issues_between(ws, nsrc, a, b, chosen, render_options)
+    flush_warnings(ws)
+    _note_accepted(accepted_between(a, b, chosen))
+    if out_dir is not None:
+        DirSink(out_dir, overwrite=True).write(docs)
+        click.echo(
+            f"wrote {len(docs)} issue{'' if len(docs) == 1 else 's'} and issues.json to {out_dir}",
+            err=True,
+        )
+        return
+    if fmt == "json":
+        source = describe_snapshot(ws, b, "json")
+        emit(document_json(issues_document(docs, a.version, b.version, source)))
+        return
+    if not docs:
+        click.echo(f"tracker: nothing to file for {a.version} → {b.version}", err=True)
+    emit(as_markdown(docs))
+
+
+def _note_accepted(changes: list[Change]) -> None:
+    for c in changes:
+        click.echo(f"tracker: note: not filed, accepted: {c.subject} · {c.algorithm} "
+                   f"({c.accepted})", err=True)
+
+
+# -------------------------------------------------------------------------- watch
+
+
+@click.command()
+@source_options
+@config_option
+@click.option(
+    "--state",
+    "state_path",
+    type=click.Path(dir_okay=False, path_type=Path),
+    help="The watch state (JSON). Default: one per source and destination in the "
+    "cache; keep it somewhere lasting on CI.",
+)
+@click.option(
+    "--out",
+    "out_dir",
+    type=click.Path(file_okay=False, path_type=Path),
+    help="Write issues as files here...",
+)
+@click.option(
+    "--post",
+    metavar="OWNER/REPO",
+    help="...or file them on this GitHub repository (token from GITHUB_TOKEN).",
+)
+@click.option(
+    "--api-url",
+    envvar="GITHUB_API_URL",
+    metavar="URL",
+    help="GitHub API base URL (GITHUB_API_URL; default https://api.github.com).",
+)
+@algorithms_option
+@click.option(
+    "--since",
+    metavar="VERSION",
+    help="Handle the releases after VERSION, whatever the state says. For a first run "
+    "only: without it, a first run records the newest release and files nothing.",
+)
+@click.option("--until", metavar="VERSION", help="Stop after this release.")
+@click.option(
+    "--dry-run",
+    is_flag=True,
+    help="Print what would be filed, commented and closed; send no write request, write "
+    "no file, leave the state file as it is.",
+)
+@format_option("text", "json")
+@rendering_options
+def watch(
+    ws: Workspace,
+    state_path: Path | None,
+    out_dir: Path | None,
+    post: str | None,
+    api_url: str | None,
+    algorithms: tuple[str, ...],
+    since: str | None,
+    until: str | None,
+    dry_run: bool,
+    fmt: str,
+    render_options: RenderOptions,
+) -> None:
+    """File issues for every release newer than the last one handled, and close the
+    tracker's issues a release fixes. Safe to rerun: each issue is filed exactly once.
+
+    \b
+    A scheduled job keeps its state between runs. Once, to start after v0.5.9:
+      GITHUB_TOKEN=... tracker watch --post OWNER/REPO --state .tracker/watch.json \\
+          --since v0.5.9 -a EAGLE3
+    Then on every run (the state says where to go on from; no --since):
+      GITHUB_TOKEN=... tracker watch --post OWNER/REPO --state .tracker/watch.json -a EAGLE3
+    """
+    import contextlib
+    import os
+
+    from tracker.release.watch import run_watch
+
+    if (out_dir is None) == (post is None):
+        raise TrackerError("give exactly one of --out DIR and --post OWNER/REPO")
+    with contextlib.ExitStack() as stack:
+        sink: Sink
+        if post is not None:
+            from tracker.release.publish import TOKEN_ENV, GitHubClient
+            from tracker.release.watch import GitHubSink
+
+            client = stack.enter_context(
+                GitHubClient(post, os.environ.get(TOKEN_ENV), api_url, read_only=dry_run)
+            )
+            sink = GitHubSink(client)
+        else:
+            from tracker.release.watch import DirSink
+
+            assert out_dir is not None
+            sink = DirSink(out_dir)
+        path = state_path or _default_state(ws.source.describe(), sink.destination)
+
+        def note(message: str) -> None:
+            click.echo(f"tracker: {message}", err=True)
+
+        def report(outcome: ReleaseOutcome) -> None:
+            if fmt == "text":
+                click.echo(_outcome_text(outcome, sink.destination if dry_run else None))
+
+        result = run_watch(
+            ws,
+            sink,
+            path,
+            since=since,
+            until=until,
+            algorithms=algorithms,
+            options=render_options,
+            on_release=report,
+            note=note,
+            dry_run=dry_run,
+        )
+    flush_warnings(ws)
+    if fmt == "json":
+        from tracker.render.documents import document_json
+
+        emit(
+            document_json(
+                {
+                    "schema": "sglang-tracker/watch@1",
+                    "source": ws.source.describe(),
+                    "destination": sink.destination,
+                    "state": str(result.state_path),
+                    "started_from": result.started_from,
+                    "recorded_only": result.recorded_only,
+                    "dry_run": result.dry_run,
+                    "releases": [r.to_dict() for r in result.releases],
+                }
+            )
+        )
+    elif not result.recorded_only:
+        last = result.releases[-1].version if result.releases else result.started_from
+        state = f"state {result.state_path}" + (" left as it was" if dry_run else "")
+        if not result.releases:
+            click.echo(f"no release after {result.started_from} · {state}")
+        else:
+            click.echo(
+                f"{len(result.releases)} release"
+                f"{'' if len(result.releases) == 1 else 's'} "
+                f"{'looked at (dry run)' if dry_run else 'handled'}, up to {last} · {state}"
+            )
+
+
+def _default_state(source: str, destination: str) -> Path:
+    from tracker.common.cachedir import cache_root
+
+    slug = re.sub(r"[^A-Za-z0-9_.-]+", "_", f"{source}--{destination}").strip("_")
+    return cache_root() / "watch" / f"{slug[-150:]}.json"
+
+
+def _outcome_text(outcome: ReleaseOutcome, dry_run_on: str | None = None) -> str:
+    """One release's outcome; `dry_run_on` (the destination) says what would be done."""
+    if dry_run_on is None:
+        filed, closed = "filed", "closed"
+    else:
+        filed, closed = "to file", "to close"
+    lines = [
+        f"{outcome.version} (vs {outcome.previous}) · {len(outcome.issues)} issue"
+        f"{'' if len(outcome.issues) == 1 else 's'} · {len(outcome.filed)} {filed} · "
+        f"{len(outcome.existing)} already filed · {len(outcome.closed)} {closed}"
+    ]
+    if dry_run_on is None:
+        lines += [f"  + {doc.title}\n      {ref}" for doc, ref in outcome.filed]
+        lines += [f"  ✓ closed {t.ref}: {reason}" for t, reason in outcome.closed]
+    else:
+        action = "comment on and close" if dry_run_on.startswith("github:") else "close"
+        lines += [f"  + would file on {dry_run_on}: {doc.title}\n      labels: "
+                  f"{', '.join(doc.labels)}" for doc, _ in outcome.filed]
+        lines += [f"  ✓ would {action} {t.ref}: {reason}" for t, reason in outcome.closed]
+    lines += [f"  · not filed, accepted: {c.subject} · {c.algorithm} ({c.accepted})"
+              for c in outcome.accepted]
+    return "\n".join(lines)
+
+
+# ------------------------------------------------------------------------- triage
+
+
+@click.command()
+@click.argument("message")
+@click.option(
+    "--at",
+    "version",
+    help="The version the error happened on (default: the one the traceback's file paths "
+    "name, else the latest release).",
+)
+@algorithms_option
+@click.option(
+    "--until", metavar="VERSION", help="Look for the fixing release no further than this one."
+)
+@click.option(
+    "-m", "--model", "model", metavar="CLASS",
+    help="The entry class that was served (an unpack error names none; an AttributeError "
+    "may name its inner class).",
+)
+@source_options
+@format_option("text", "json")
+@rendering_options
+def triage(
+    message: str,
+    version: str | None,
+    algorithms: tuple[str, ...],
+    until: str | None,
+    model: str | None,
+    ws: Workspace,
+    fmt: str,
+    render_options: RenderOptions,
+) -> None:
+    """Explain an AttributeError such as "'KimiK25ForConditionalGeneration' object has no
+    attribute 'get_embed_and_head'" (MESSAGE: the message, a file holding the traceback, or
+    - to read it from stdin): which algorithms require the member, where, since which
+    release and until which one it is broken, and the patch. Or "ValueError: too many
+    values to unpack (expected 2)" from a forward (with -m CLASS): the aux-hidden-state
+    contract finding behind it, its sites and the release that fixes it."""
+    from tracker.release.triage import parse_error, triage_document
+    from tracker.render.documents import render
+
+    text = _message_text(message)
+    error = parse_error(text)
+    src, resolved, origin = _triage_version(ws, version, text)
+    if origin != "--at":
+        click.echo(f"tracker: note: reading sglang {resolved} ({origin}); "
+                   "--at VERSION picks another", err=True)
+    snap = ws.snapshot_of(src, resolved)
+    chosen = pick_algorithms(snap.interface.algorithms, algorithms)
+
+    def patch_for(check: Any) -> dict[str, Any] | None:
+        from tracker.release.issues import patch_document
+
+        return patch_document(ws.analyse(src, resolved), check)
+
+    doc = triage_document(
+        error,
+        snap.interface,
+        snap.compat,
+        chosen,
+        describe_snapshot(ws, snap, fmt),
+        later=_later(ws, src, resolved, until),
+        patch_for=patch_for,
+        model=model,
+        earlier=_earlier(ws, src, resolved),
+        fix_options=ws.fix_options(src, resolved),
+    )
+    doc["version_from"] = origin
+    flush_warnings(ws)
+    emit(render("triage", fmt, doc, render_options))
+
+
+def _message_text(message: str) -> str:
+    """The error text: MESSAGE itself, stdin for `-`, or the file MESSAGE names."""
+    if message == "-":
+        return sys.stdin.read()
+    if "\n" not in message and len(message) < 4096:
+        path = Path(message).expanduser()
+        try:
+            if path.is_file():
+                return path.read_text(encoding="utf-8", errors="replace")
+        except OSError as exc:
+            raise TrackerError(f"cannot read {path}: {exc.strerror or exc}") from None
+    return message
+
+
+def _triage_version(ws: Workspace, version: str | None, text: str) -> tuple[Source, str, str]:
+    """(source, version, where the version came from): --at, else the traceback's file
+    paths, else the latest release."""
+    from tracker.release.triage import version_in_paths
+
+    if version is not None:
+        return (*ws.resolve(version), "--at")
+    named = version_in_paths(text)
+    if named is not None:
+        return (*ws.resolve(named), "from the traceback's file paths")
+    try:
+        return (*ws.resolve("latest"), "the latest release: the traceback names none")
+    except SourceError:
+        from tracker.compare.workspace import shipped_versions
+
+        shipped = shipped_versions()
+        if ws.source.kind != "pypi" or not shipped:
+            raise
+        return (ws.source, shipped[-1],
+                "the latest release with a shipped snapshot: the traceback names none "
+                "and the package index cannot be reached")
+
+
+def _earlier(ws: Workspace, src: Source, version: str) -> Iterator[tuple[str, Compat]]:
+    """(version, compat) of the releases before `version`, newest first, read lazily."""
+    from tracker.sources.versions import parse_version, sort_versions
+
+    here = parse_version(version)
+    if here is None or src is not ws.source:
+        return
+    try:
+        known = sort_versions(src.versions())
+    except SourceError as exc:
+        ws.feedback.warn(f"cannot list the releases before {version}: {exc}")
+        return
+    for name in reversed(known):
+        v = parse_version(name)
+        if v is not None and v < here:
+            yield name, ws.snapshot_of(src, name).compat
+
+
+def _later(
+    ws: Workspace, src: Source, version: str, until: str | None
+) -> Iterator[tuple[str, Compat]]:
+    """(version, compat) of the releases after `version`, oldest first, read lazily."""
+    from tracker.sources.versions import parse_version
+
+    here = parse_version(version)
+    if here is None or src is not ws.source:
+        return
+    try:
+        known = src.versions()
+        limit = parse_version(src.resolve(until)) if until is not None else None
+    except SourceError as exc:
+        ws.feedback.warn(f"cannot list the releases after {version}: {exc}")
+        return
+    for name in known:
+        v = parse_version(name)
+        if v is None or v <= here or (limit is not None and v > limit):
+            continue
+        yield name, ws.snapshot_of(src, name).compat
+
+
+def register(group: click.Group) -> None:
+    for command in (changelog, issues, watch, triage):
+        group.add_command(command)

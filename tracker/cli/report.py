@@ -1,0 +1,168 @@
+"""The commands that draw: `report`, a static HTML report (heatmap, timeline, call graphs)
+of a range, and `graph`, one algorithm's worker call graph as DOT, GraphML or JSON.
+
+A module of its own so that their options (output directory, which versions get call
+graphs, the layout engine, graph formats) do not crowd the other commands; `tracker.cli`
+registers it like the other command modules.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import TYPE_CHECKING
+
+import click
+
+from tracker.cli.options import (
+    ALGORITHM_HELP,
+    emit,
+    flush_warnings,
+    pick_algorithms,
+    rendering_options,
+    source_options,
+)
+from tracker.common.errors import TrackerError
+
+if TYPE_CHECKING:
+    from tracker.compare.workspace import Workspace
+    from tracker.render.documents import RenderOptions
+
+
+@click.command()
+@click.argument("range_spec", metavar="RANGE")
+@click.option(
+    "-a", "--algorithm", "algorithms", multiple=True, help=ALGORITHM_HELP + " Default: all."
+)
+@click.option(
+    "-o",
+    "--output",
+    "output",
+    required=True,
+    type=click.Path(file_okay=False, path_type=Path),
+    help="Directory to write index.html and graphs/*.svg into (created if missing).",
+)
+@click.option(
+    "--kind",
+    type=click.Choice(["target", "draft", "all"]),
+    default="target",
+    show_default=True,
+    help="Which rows the heatmap shows: classes checked as targets, as drafts (draft "
+    "classes, and generative classes where the algorithm loads such classes as its "
+    "draft), or both.",
+)
+@click.option(
+    "--graphs",
+    type=click.Choice(["all", "changes", "none"]),
+    default="changes",
+    show_default=True,
+    help="Which versions get a call graph: every one, the first, the newest and those "
+    "where the interface or call graph changed, or none.",
+)
+@click.option(
+    "--layout",
+    type=click.Choice(["auto", "dot", "python"]),
+    default="auto",
+    show_default=True,
+    help="Call graph layout: graphviz dot when installed (auto), or the built-in one.",
+)
+@source_options
+@rendering_options
+def report(
+    range_spec: str,
+    algorithms: tuple[str, ...],
+    output: Path,
+    kind: str,
+    graphs: str,
+    layout: str,
+    ws: Workspace,
+    render_options: RenderOptions,
+) -> None:
+    """A static HTML report of RANGE in DIR: models x versions heatmap per algorithm, a
+    timeline of interface changes, and the workers' call graphs. Opens from disk; loads
+    nothing from the network."""
+    from tracker.render.report import ReportOptions, build_report, present_algorithms, write_report
+
+    if output.exists() and not output.is_dir():
+        raise TrackerError(f"{output} exists and is not a directory")
+    snaps = ws.snapshots(range_spec)
+    chosen = pick_algorithms(present_algorithms(snaps), algorithms)
+    options = ReportOptions(
+        link_pattern=render_options.link_pattern,
+        template_dir=render_options.template_dir,
+        graphs=graphs,
+        layout=layout,
+        kinds=("target", "draft") if kind == "all" else (kind,),
+    )
+    doc = build_report(snaps, chosen, ws.source.describe(), options)
+    written = write_report(doc, output, options)
+    flush_warnings(ws)
+    for note in written.notes:
+        click.echo(f"tracker: note: {note}; used the built-in layout", err=True)
+    models = max((len(a["rows"]) for a in doc["algorithms"]), default=0)
+    click.echo(
+        f"wrote {written.index} ({', '.join(chosen)} · {models} models × "
+        f"{len(doc['versions'])} versions · {len(written.graphs)} call graphs · "
+        f"{written.bytes // 1024} KiB)",
+        err=True,
+    )
+
+
+@click.command()
+@click.argument("version")
+@click.option("-a", "--algorithm", "algorithm", required=True, help=ALGORITHM_HELP)
+@click.option("--role", type=click.Choice(["target", "draft"]), help="Only this role's sites.")
+@click.option(
+    "--format",
+    "fmt",
+    type=click.Choice(["dot", "graphml", "json"]),
+    default="dot",
+    show_default=True,
+    help="Output format: graphviz DOT, GraphML, or networkx node-link JSON.",
+)
+@click.option(
+    "-o",
+    "--output",
+    type=click.Path(dir_okay=False, path_type=Path),
+    help="Write the graph to this file instead of stdout.",
+)
+@source_options
+def graph(
+    version: str,
+    algorithm: str,
+    role: str | None,
+    fmt: str,
+    output: Path | None,
+    ws: Workspace,
+) -> None:
+    """An algorithm's worker call graph at VERSION, as DOT, GraphML or JSON.
+
+    Every function on a call path from the algorithm's worker entry points to a function
+    that touches the target or draft model, with its path:line, and each of those sites
+    marked with its role, member and status. Read from the version's source."""
+    from tracker.render.documents import document_json
+    from tracker.render.graph_export import ROLES, build_graph, graph_document, to_dot, to_graphml
+
+    src, resolved = ws.resolve(version)
+    analysis = ws.analyse(src, resolved)
+    (name,) = pick_algorithms(analysis.interface.algorithms, (algorithm,))
+    found = build_graph(
+        analysis.index,
+        analysis.interface,
+        name,
+        src.describe(),
+        (role,) if role else ROLES,
+    )
+    if not found.graph["workers"]:
+        click.echo(f"tracker: note: no worker class found for {name} at {resolved}", err=True)
+    flush_warnings(ws)
+    if fmt == "json":
+        emit(document_json(graph_document(found)), output)
+    elif fmt == "graphml":
+        emit(to_graphml(found), output)
+    else:
+        emit(to_dot(found), output)
+
+
+def register(group: click.Group) -> None:
+    group.add_command(report)
+    group.add_command(graph)

@@ -1,0 +1,359 @@
+"""Snapshots: one version's interface and compatibility as JSON facts (names, paths, lines).
+
+A snapshot records what it was built from (source identity and a digest of the content ids
+of the files under `python/sglang/srt/`) and by what (tool version, query set, role rules).
+It is reused only when all of those match; anything else is rebuilt, never trusted.
+Output is deterministic: keys sorted, lists in a fixed order, so the same inputs give
+byte-identical files.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+from collections.abc import Mapping
+from dataclasses import asdict, dataclass
+from pathlib import Path
+from typing import Any
+
+from tracker import __version__
+from tracker.analysis.compat import (
+    Compat,
+    Delegation,
+    EntryClass,
+    ModelCheck,
+    Provision,
+    natural_role,
+)
+from tracker.analysis.contract import SETTER, ContractFinding, ContractSite
+from tracker.analysis.drafts import DraftModels
+from tracker.analysis.externals import INVENTORY
+from tracker.analysis.interface import FieldUse, Interface, Requirement, Site
+from tracker.common.atomic import write_text_atomic
+from tracker.common.resources import data_file
+from tracker.extract.facts import FACTS_FORMAT
+from tracker.sources.base import SRT_PREFIX, SourceIdentity
+
+SCHEMA = "sglang-tracker/snapshot@1"
+
+
+@dataclass(frozen=True)
+class Builder:
+    """What produced a snapshot: any difference makes it stale."""
+
+    tool: str
+    query_set: str
+    rules: str
+    facts_format: int = FACTS_FORMAT
+
+
+@dataclass
+class Snapshot:
+    version: str
+    source: SourceIdentity
+    content_digest: str
+    builder: Builder
+    interface: Interface
+    compat: Compat
+    # Where this copy came from ("shipped", "cache", "built"); not part of the file.
+    origin: str = "built"
+
+
+# The modules whose logic decides what a snapshot says: every module of the analysis
+# package (index, loader, call graph, algorithms, roles, interface, compat, kinds, drafts,
+# contract, externals). Their text is part of the builder identity so that a changed
+# analysis never reuses an old answer; a new analysis module is covered by being there.
+ANALYSIS_PACKAGE = "analysis"
+
+
+def analysis_modules() -> list[Path]:
+    """The files of the analysis package, sorted by name."""
+    root = Path(__file__).resolve().parents[1]
+    return sorted((root / ANALYSIS_PACKAGE).glob("*.py"), key=lambda p: p.name)
+
+
+def current_builder() -> Builder:
+    from tracker.analysis.roles import load_rules
+    from tracker.extract.parse import query_set_hash  # deferred: parse imports tree-sitter
+
+    digest = hashlib.sha256(load_rules().source_hash.encode())
+    for module in analysis_modules():
+        digest.update(module.read_bytes())
+    # What external bases provide is data too: a rebuilt inventory changes verdicts.
+    digest.update(data_file(INVENTORY).read_bytes())
+    return Builder(__version__, query_set_hash(), digest.hexdigest()[:16])
+
+
+def content_digest(files: Mapping[str, str]) -> str:
+    """A digest of (path, content id) of every file under `python/sglang/srt/`."""
+    digest = hashlib.sha256()
+    for path in sorted(files):
+        if path.startswith(SRT_PREFIX):
+            digest.update(f"{path}\0{files[path]}\n".encode())
+    return digest.hexdigest()
+
+
+# -------------------------------------------------------------------------- encoding
+
+
+def to_json(snap: Snapshot) -> str:
+    itf, compat = snap.interface, snap.compat
+    doc: dict[str, Any] = {
+        "schema": SCHEMA,
+        "version": snap.version,
+        "source": asdict(snap.source),
+        "content_digest": snap.content_digest,
+        "builder": asdict(snap.builder),
+        "algorithms": list(itf.algorithms),
+        "workers": {a: list(w) for a, w in sorted(itf.workers.items())},
+        "warnings": sorted(itf.warnings),
+        "requirements": [_requirement(r) for r in itf.requirements],
+        "output_fields": [_field(f) for f in itf.output_fields],
+        "config_keys": [_field(f) for f in itf.config_keys],
+        "draft_models": {a: asdict(d) for a, d in sorted(itf.draft_models.items())},
+        "entry_classes": _entry_classes(compat),
+        # How each member is provided does not depend on the algorithm: it is stored once
+        # per class (above); a check keeps only its verdict.
+        "checks": _checks(compat),
+    }
+    return json.dumps(doc, indent=1, sort_keys=True, ensure_ascii=False) + "\n"
+
+
+def _checks(compat: Compat) -> list[dict[str, Any]]:
+    """One row per (model, role): the verdict per algorithm."""
+    rows: dict[tuple[str, str], dict[str, str]] = {}
+    for c in compat.checks:
+        rows.setdefault((c.model, c.role), {})[c.algorithm] = c.status
+    return [{"model": m, "role": r, "status": st} for (m, r), st in rows.items()]
+
+
+def _entry_classes(compat: Compat) -> list[dict[str, Any]]:
+    provisions: dict[str, dict[str, Provision]] = {}
+    delegations: dict[str, dict[tuple[str, str, str], Delegation]] = {}
+    contracts: dict[str, ModelCheck] = {}
+    for c in compat.checks:
+        provisions.setdefault(c.model, {}).update({p.member: p for p in c.provisions})
+        if c.contract or c.contract_unknown:
+            contracts[c.model] = c
+        for d in c.delegations:
+            delegations.setdefault(c.model, {})[(d.member, d.attribute, d.inner_key)] = d
+    out = []
+    for e in compat.entries:
+        doc = asdict(e)
+        doc["provisions"] = {
+            member: {k: v for k, v in asdict(p).items() if k != "member" and v not in ("", 0)}
+            for member, p in sorted(provisions.get(e.name, {}).items())
+        }
+        doc["delegations"] = [
+            asdict(d) for _, d in sorted(delegations.get(e.name, {}).items())
+        ]
+        # The aux-hidden-state contract does not depend on the algorithm either.
+        check = contracts.get(e.name)
+        if check is not None and check.contract:
+            doc["contract"] = [asdict(f) for f in check.contract]
+        if check is not None and check.contract_unknown:
+            doc["contract_unknown"] = check.contract_unknown
+        out.append(doc)
+    return out
+
+
+def _site(s: Site) -> dict[str, Any]:
+    out = asdict(s)
+    out["call_path"] = list(s.call_path)
+    return {k: v for k, v in out.items() if v not in ("", [], ())}
+
+
+def _requirement(r: Requirement) -> dict[str, Any]:
+    doc: dict[str, Any] = {
+        "algorithm": r.algorithm,
+        "role": r.role,
+        "member": r.member,
+        "kind": r.kind,
+        "status": r.status,
+        "sites": [_site(s) for s in r.sites],
+    }
+    if r.alternatives:
+        doc["alternatives"] = list(r.alternatives)
+    return doc
+
+
+def _field(f: FieldUse) -> dict[str, Any]:
+    # A field read needs no call path to be understood; leaving it out halves the file.
+    return {
+        "algorithm": f.algorithm,
+        "owner": f.owner,
+        "name": f.name,
+        "sites": [{k: v for k, v in _site(s).items() if k != "call_path"} for s in f.sites],
+    }
+
+
+def from_json(text: str) -> Snapshot:
+    doc = json.loads(text)
+    if not isinstance(doc, dict) or doc.get("schema") != SCHEMA:
+        raise ValueError("not a sglang-tracker snapshot (schema id missing or different)")
+    version = doc["version"]
+    itf = Interface(
+        version=version,
+        algorithms=tuple(doc["algorithms"]),
+        workers={a: tuple(w) for a, w in doc["workers"].items()},
+        requirements=[
+            Requirement(
+                r["algorithm"],
+                r["role"],
+                r["member"],
+                r["kind"],
+                r["status"],
+                tuple(_load_site(s) for s in r["sites"]),
+                tuple(r.get("alternatives", ())),
+            )
+            for r in doc["requirements"]
+        ],
+        output_fields=[
+            FieldUse(
+                f["algorithm"], f["owner"], f["name"], tuple(_load_site(s) for s in f["sites"])
+            )
+            for f in doc["output_fields"]
+        ],
+        config_keys=[
+            FieldUse(
+                f["algorithm"], f["owner"], f["name"], tuple(_load_site(s) for s in f["sites"])
+            )
+            for f in doc["config_keys"]
+        ],
+        warnings=list(doc["warnings"]),
+        draft_models={
+            a: DraftModels(d["mode"], d["evidence"])
+            for a, d in doc.get("draft_models", {}).items()
+        },
+    )
+    compat = _load_compat(version, doc, itf)
+    return Snapshot(
+        version=version,
+        source=SourceIdentity(**doc["source"]),
+        content_digest=doc["content_digest"],
+        builder=Builder(**doc["builder"]),
+        interface=itf,
+        compat=compat,
+    )
+
+
+def _load_compat(version: str, doc: dict[str, Any], itf: Interface) -> Compat:
+    """Rebuild each check from its verdict and its class's provisions: a check covers the
+    members its algorithm requires of its role, in name order (as build_compat does)."""
+    required: dict[tuple[str, str], list[str]] = {}
+    for r in itf.requirements:
+        if r.status == "required":
+            required.setdefault((r.algorithm, r.role), []).append(r.member)
+    entries = []
+    provisions: dict[str, dict[str, Provision]] = {}
+    delegations: dict[str, list[Delegation]] = {}
+    contracts: dict[str, tuple[tuple[ContractFinding, ...], str]] = {}
+    for e in doc["entry_classes"]:
+        entries.append(EntryClass(e["name"], e["key"], e["path"], e["line"], e["kind"],
+                                  e.get("kind_evidence", "")))
+        provisions[e["name"]] = {
+            member: Provision(member, p["how"], p.get("where", ""), p.get("line", 0))
+            for member, p in e["provisions"].items()
+        }
+        delegations[e["name"]] = [Delegation(**d) for d in e["delegations"]]
+        contracts[e["name"]] = (
+            tuple(ContractFinding(f["rule"], f["message"],
+                                  tuple(ContractSite(**x) for x in f["sites"]))
+                  for f in e.get("contract", ())),
+            e.get("contract_unknown", ""),
+        )
+    paths = {e.name: (e.path, e.kind, e.kind_evidence) for e in entries}
+    checks = []
+    verdicts = [(row["model"], row["role"], algorithm, status)
+                for row in doc["checks"] for algorithm, status in row["status"].items()]
+    order = {a: i for i, a in enumerate(itf.algorithms)}
+    names = [e.name for e in entries]
+    # The order build_compat produces: entry classes by name, algorithms in enum order,
+    # the target role before the draft role.
+    verdicts.sort(key=lambda v: (names.index(v[0]), order.get(v[2], len(order)),
+                                 v[1] != "target"))
+    for model, role, algorithm, status in verdicts:
+        members = sorted(set(required.get((algorithm, role), [])))
+        provs = tuple(provisions[model].get(m, Provision(m, "unknown", "not recorded"))
+                      for m in members)
+        missing = tuple(p.member for p in provs if p.how == "missing")
+        path, kind, kind_evidence = paths[model]
+        findings, contract_unknown = contracts[model]
+        unknown = any(p.how == "unknown" for p in provs)
+        if missing or unknown or role != "target" or SETTER not in members:
+            findings, contract_unknown = (), ""
+        drafts = itf.draft_models.get(algorithm)
+        role_evidence = (drafts.evidence if drafts is not None and role != natural_role(kind)
+                         else "")
+        checks.append(ModelCheck(
+            model, path, kind, algorithm, role, status, missing,
+            tuple(p.member for p in provs if p.how == "unknown"), provs,
+            tuple(d for m in missing for d in delegations[model] if d.member == m),
+            contract=findings, contract_unknown=contract_unknown,
+            kind_evidence=kind_evidence, role_evidence=role_evidence,
+        ))
+    return Compat(version, entries=entries, checks=checks)
+
+
+def _load_site(s: dict[str, Any]) -> Site:
+    return Site(
+        path=s["path"],
+        line=s["line"],
+        function=s["function"],
+        condition=s.get("condition", ""),
+        status=s.get("status", "required"),
+        guard=s.get("guard", ""),
+        arity=s.get("arity", ""),
+        call_path=tuple(s.get("call_path", ())),
+    )
+
+
+# ----------------------------------------------------------------------------- store
+
+
+def shipped_dir() -> Path:
+    """`snapshots/` as shipped in the wheel (tracker/snapshots), else the checkout's."""
+    from importlib import resources
+
+    packaged = resources.files("tracker") / "snapshots"
+    if packaged.is_dir():
+        return Path(str(packaged))
+    return Path(__file__).resolve().parents[2] / "snapshots"
+
+
+def load_file(path: Path) -> Snapshot | None:
+    """A snapshot file, or None when it is missing, unreadable or not a snapshot."""
+    try:
+        return from_json(path.read_text(encoding="utf-8"))
+    except (OSError, ValueError, KeyError, TypeError, AttributeError):
+        return None
+
+
+def write_file(path: Path, snap: Snapshot) -> None:
+    write_text_atomic(path, to_json(snap))
+
+
+def write_cached(path: Path, snap: Snapshot) -> None:
+    """A cache copy: the JSON behind a line with its sha256, so that a damaged copy (a
+    flipped digit is still valid JSON) is detected and rebuilt, never served."""
+    text = to_json(snap)
+    digest = hashlib.sha256(text.encode()).hexdigest()
+    write_text_atomic(path, f"sha256:{digest}\n{text}")
+
+
+def load_cached(path: Path) -> Snapshot | None:
+    try:
+        raw = path.read_text(encoding="utf-8")
+    except (OSError, UnicodeDecodeError):
+        return None
+    head, _, text = raw.partition("\n")
+    if head != f"sha256:{hashlib.sha256(text.encode()).hexdigest()}":
+        return None
+    try:
+        return from_json(text)
+    except (ValueError, KeyError, TypeError, AttributeError):
+        return None
+
+
+def is_current(snap: Snapshot, builder: Builder) -> bool:
+    return snap.builder == builder

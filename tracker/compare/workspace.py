@@ -1,0 +1,335 @@
+"""The use cases the commands share: a version's snapshot (shipped, cached, or built),
+its full analysis when a command needs more than the snapshot, and ranges of versions.
+
+Sits between the CLI (which parses options and prints) and the pipeline stages.
+"""
+
+from __future__ import annotations
+
+import logging
+from collections.abc import Callable
+from dataclasses import dataclass, field, replace
+from pathlib import Path
+from typing import TYPE_CHECKING
+
+from tracker.common.cachedir import cache_root
+from tracker.common.errors import TrackerError
+from tracker.compare.snapshot import (
+    Snapshot,
+    content_digest,
+    current_builder,
+    is_current,
+    load_cached,
+    load_file,
+    shipped_dir,
+    write_cached,
+)
+from tracker.sources.base import Source, VersionTree
+
+if TYPE_CHECKING:
+    from tracker.analysis.compat import Compat
+    from tracker.analysis.index import VersionIndex
+    from tracker.analysis.interface import Interface
+    from tracker.compare.accepted import AcceptedBreaks
+
+log = logging.getLogger(__name__)
+
+
+# Marks the warnings about files (syntax errors, undecodable, too slow to parse) that are
+# repeated whenever the snapshot is used, not only when it is built.
+FILE_WARNING = ": python/"
+
+
+def shipped_versions() -> list[str]:
+    from tracker.sources.versions import sort_versions
+
+    return sort_versions(p.stem for p in shipped_dir().glob("v*.json"))
+
+
+class Feedback:
+    """Progress and notes from long work; the CLI shows them, tests ignore them."""
+
+    def phase(self, message: str) -> None:
+        log.info(message)
+
+    def progress(self, label: str) -> Callable[[int, int], None] | None:
+        return None
+
+    def warn(self, message: str) -> None:
+        log.warning(message)
+
+
+@dataclass
+class SourceAnalysis:
+    """A version analysed from its files (not from a snapshot)."""
+
+    tree: VersionTree
+    index: VersionIndex
+    interface: Interface
+    compat: Compat
+
+
+@dataclass
+class Workspace:
+    source: Source
+    feedback: Feedback = field(default_factory=Feedback)
+    use_shipped: bool = True
+    use_cache: bool = True
+    # Breaks the user accepts (tracker.toml): marked on every snapshot this workspace hands
+    # out, after the analysis and before any report, never in what is cached.
+    accepted: AcceptedBreaks | None = None
+    _analyses: dict[tuple[int, str], SourceAnalysis] = field(default_factory=dict)
+
+    def mark(self, compat: Compat) -> Compat:
+        """`compat` with the accepted breaks marked (the same object when none are)."""
+        if self.accepted is None:
+            return compat
+        from tracker.compare.accepted import mark
+
+        return mark(compat, self.accepted)
+
+    # ------------------------------------------------------------------ versions
+
+    def resolve(self, spec: str) -> tuple[Source, str]:
+        from tracker.sources import split_spec
+        from tracker.sources.versions import canonical_tag
+
+        tag = canonical_tag(spec)
+        if (
+            self.source.kind == "pypi"
+            and self.use_shipped
+            and tag is not None
+            and (shipped_dir() / f"{tag}.json").is_file()
+        ):
+            # A shipped release needs no package index: this keeps `diff` offline.
+            return self.source, tag
+        return split_spec(spec, self.source)
+
+    def expand(self, spec: str) -> list[str]:
+        from tracker.common.errors import SourceError
+        from tracker.sources import expand_spec
+        from tracker.sources.versions import expand_range, is_range, range_ends
+
+        if self.source.kind == "pypi" and self.use_shipped and is_range(spec):
+            for end in range_ends(spec):
+                self.source.refuse_unanalysable(end)
+            try:
+                known = self.source.versions()
+            except SourceError as exc:
+                known = shipped_versions()
+                if not known:
+                    raise
+                self.feedback.warn(f"{exc}; using the releases with shipped snapshots")
+            return expand_range(spec, known)
+        return expand_spec(self.source, spec)
+
+    def version_arg(self, source: Source, version: str) -> str:
+        """`version` of `source` as another command takes it (`--at ...`): a directory as
+        `dir:PATH` (its one version, `local`, means nothing elsewhere), a repository other
+        than the default one as `git:LOCATION@REV`, anything else by its name. Quoted for a
+        shell."""
+        import shlex
+
+        if source.kind == "dir":
+            return shlex.quote(f"dir:{source.location}")
+        if source.kind == "git" and source is not self.source:
+            return shlex.quote(f"git:{source.location}@{version}")
+        return shlex.quote(version)
+
+    def fix_options(self, source: Source, version: str, requirements: str = "") -> str:
+        """The options of the `tracker fix` command that patches a class of `version`
+        (against the requirements of another version, when they come from one)."""
+        options = f"--at {self.version_arg(source, version)}"
+        if requirements:
+            options += f" --requirements {requirements}"
+        return options
+
+    def release_before(self, version: str) -> str | None:
+        """The source's release just before `version`, None when it has none (or lists
+        none)."""
+        from tracker.common.errors import SourceError
+        from tracker.sources.versions import parse_version, sort_versions
+
+        here = parse_version(version)
+        if here is None:
+            return None
+        try:
+            known = self.source.versions()
+        except SourceError:
+            if self.source.kind != "pypi" or not self.use_shipped:
+                raise
+            known = shipped_versions()
+        earlier = [v for v in sort_versions(known) if (p := parse_version(v)) and p < here]
+        return earlier[-1] if earlier else None
+
+    # ------------------------------------------------------------------ analysis
+
+    def analyse(self, source: Source, version: str) -> SourceAnalysis:
+        memo = (id(source), version)
+        if memo in self._analyses:
+            return self._analyses[memo]
+        from tracker.analysis.compat import build_compat
+        from tracker.analysis.interface import build_interface
+        from tracker.analysis.loader import load_index
+
+        self.feedback.phase(f"reading {version} from {source.describe()}")
+        tree = source.tree(version)
+        index = load_index(
+            tree,
+            progress=self.feedback.progress(f"parsing {version}"),
+            on_phase=self.feedback.phase,
+        )
+        file_warnings = []
+        for facts in sorted(index.modules.values(), key=lambda f: f.path):
+            if facts.problem:
+                file_warnings.append(f"{version}: {facts.path}: {facts.problem}")
+            elif facts.error_lines:
+                file_warnings.append(
+                    f"{version}: {facts.path} has syntax errors at line(s) "
+                    + ", ".join(map(str, facts.error_lines[:5]))
+                    + "; analysed what tree-sitter recovered"
+                )
+        interface = build_interface(version, index)
+        # Kept with the interface, so a snapshot read from the cache says it again.
+        interface.warnings.extend(file_warnings)
+        for warning in file_warnings:
+            self.feedback.warn(warning)
+        compat = build_compat(index, interface)
+        analysis = SourceAnalysis(tree, index, interface, compat)
+        # Keep the last few: a command asks for one or two versions again (check, then
+        # fix); a range of forty must not hold forty indexes in memory.
+        if len(self._analyses) >= 2:
+            del self._analyses[next(iter(self._analyses))]
+        self._analyses[memo] = analysis
+        return analysis
+
+    def snapshot(self, spec: str) -> Snapshot:
+        source, version = self.resolve(spec)
+        return self.snapshot_of(source, version)
+
+    def snapshot_of(self, source: Source, version: str) -> Snapshot:
+        """The version's snapshot: shipped, cached, or built (and cached); the accepted
+        breaks marked."""
+        found, cache_file, digest = self._lookup(source, version)
+        if found is not None:
+            for warning in found.interface.warnings:
+                if FILE_WARNING in warning:
+                    self.feedback.warn(warning)
+            return replace(found, compat=self.mark(found.compat))
+        analysis = self.analyse(source, version)
+        snap = Snapshot(
+            version=version,
+            source=analysis.tree.identity,
+            content_digest=digest or content_digest(analysis.tree.files),
+            builder=current_builder(),
+            interface=analysis.interface,
+            compat=analysis.compat,
+        )
+        if self.use_cache:
+            try:
+                write_cached(cache_file, snap)
+            except OSError as exc:
+                self.feedback.warn(f"could not cache the snapshot of {version}: {exc}")
+        return replace(snap, compat=self.mark(snap.compat))
+
+    def _lookup(self, source: Source, version: str) -> tuple[Snapshot | None, Path, str]:
+        """(a usable shipped or cached snapshot or None, where a built one is cached, the
+        content digest when it had to be computed)."""
+        builder = current_builder()
+
+        def usable(snap: Snapshot | None, digest: str = "") -> bool:
+            return (
+                snap is not None
+                and is_current(snap, builder)
+                and snap.version == version
+                and (not digest or snap.content_digest == digest)
+            )
+
+        def found(snap: Snapshot | None, origin: str) -> Snapshot:
+            assert snap is not None
+            snap.origin = origin
+            return snap
+
+        if source.kind == "pypi":
+            cache_file = cache_root() / "snapshots" / f"pypi-{version}.json"
+            # Releases on the package index never change: the shipped snapshot of a
+            # release is that release's answer as long as the same tool built it.
+            if self.use_shipped:
+                shipped = load_file(shipped_dir() / f"{version}.json")
+                if usable(shipped) and shipped is not None and shipped.source.kind == "pypi":
+                    return found(shipped, "shipped"), cache_file, ""
+            if self.use_cache and usable(cached := load_cached(cache_file)):
+                return found(cached, "cache"), cache_file, ""
+            return None, cache_file, ""
+        # A commit names its content: a snapshot cached for it needs no file listing.
+        sha = source.commit_of(version)
+        by_commit = cache_root() / "snapshots" / f"git-{sha}.json" if sha else None
+        if self.use_cache and by_commit is not None and usable(cached := load_cached(by_commit)):
+            return found(cached, "cache"), by_commit, ""
+        digest = content_digest(source.tree(version).files)
+        if self.use_shipped:
+            # The same files as a release: that release's shipped answer holds.
+            shipped = load_file(shipped_dir() / f"{version}.json")
+            if usable(shipped, digest):
+                return found(shipped, "shipped"), by_commit or Path(), digest
+        cache_file = by_commit or cache_root() / "snapshots" / f"{source.kind}-{digest}.json"
+        if self.use_cache and usable(cached := load_cached(cache_file), digest):
+            return found(cached, "cache"), cache_file, digest
+        return None, cache_file, digest
+
+    def snapshots(self, spec: str) -> list[Snapshot]:
+        versions = self.expand(spec)
+        if not versions:
+            raise TrackerError(f"{spec} names no versions")
+        from tracker.extract.store import default_jobs
+
+        if self.use_cache and len(versions) > 2 and default_jobs() > 1:
+            self._build_in_parallel(versions)
+        out = []
+        for i, version in enumerate(versions, 1):
+            self.feedback.phase(f"[{i}/{len(versions)}] {version}")
+            out.append(self.snapshot_of(self.source, version))
+        return out
+
+    def _build_in_parallel(self, versions: list[str]) -> None:
+        """Fill the snapshot cache for the versions that lack one, on every core: first
+        every file the versions share is parsed once (one pool over all of them), then the
+        versions are analysed side by side. The serial loop afterwards only reads."""
+        from tracker.analysis.loader import reads_in_full, seed_paths
+        from tracker.extract.store import prefetch
+
+        missing = [v for v in versions if self._lookup(self.source, v)[0] is None]
+        if len(missing) < 2:
+            return
+        wanted = []
+        for version in missing:
+            tree = self.source.tree(version)
+            wanted += [(tree, path, reads_in_full(path)) for path in seed_paths(tree)]
+        prefetch(wanted, progress=self.feedback.progress("parsing"))
+        self.feedback.phase(f"analysing {len(missing)} versions")
+        import multiprocessing
+        from concurrent.futures import ProcessPoolExecutor
+
+        # A fresh interpreter per worker: a forked one would share the parent's git
+        # helper processes.
+        context = multiprocessing.get_context("spawn")
+        jobs = [(self.source.kind, self.source.location, v, self.use_shipped) for v in missing]
+        from tracker.extract.store import default_jobs
+
+        with ProcessPoolExecutor(max_workers=default_jobs(), mp_context=context) as pool:
+            for error in pool.map(_build_snapshot, jobs):
+                if error:
+                    raise TrackerError(error)
+
+
+def _build_snapshot(job: tuple[str, str, str, bool]) -> str:
+    """Worker: build and cache one version's snapshot; '' or the error message."""
+    kind, location, version, use_shipped = job
+    from tracker.sources import open_source
+
+    try:
+        source = open_source(f"{kind}:{location}" if kind != "pypi" else "pypi", None, Path.cwd())
+        Workspace(source, use_shipped=use_shipped).snapshot_of(source, version)
+    except TrackerError as exc:
+        return str(exc)
+    return ""

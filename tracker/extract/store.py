@@ -1,0 +1,239 @@
+"""Facts for many files at once: cached by content id, parsed in parallel when missing.
+
+A file identical in two releases (or in a release archive and a git tag) has one content
+id and is parsed once, ever. Cache entries are keyed by (query-set hash, facts format,
+content id), checksummed, and written atomically, so a killed run or two concurrent runs
+leave only whole, valid entries behind; a corrupt entry is rebuilt.
+"""
+
+from __future__ import annotations
+
+import atexit
+import hashlib
+import logging
+import os
+import pickle
+from collections.abc import Callable, Iterable, Mapping
+from concurrent.futures import ProcessPoolExecutor
+from pathlib import Path
+
+from tracker.common.atomic import write_bytes_atomic
+from tracker.common.cachedir import cache_root
+from tracker.extract.facts import FACTS_FORMAT, ModuleFacts
+from tracker.extract.parse import extract_facts, query_set_hash
+from tracker.sources.base import VersionTree
+
+log = logging.getLogger(__name__)
+
+Progress = Callable[[int, int], None]
+
+_MAGIC = b"TFC1"
+# Below this many files to parse, starting worker processes costs more than it saves.
+_PARALLEL_THRESHOLD = 48
+
+
+def facts_dir(root: Path | None = None) -> Path:
+    return (root or cache_root()) / "facts" / f"{query_set_hash()}-f{FACTS_FORMAT}"
+
+
+def _entry_path(base: Path, content_id: str, full: bool = True) -> Path:
+    suffix = "pkl" if full else "defs.pkl"
+    return base / content_id[:2] / f"{content_id}.{suffix}"
+
+
+def _encode(facts: ModuleFacts) -> bytes:
+    payload = pickle.dumps(facts, protocol=pickle.HIGHEST_PROTOCOL)
+    return _MAGIC + hashlib.sha256(payload).digest()[:16] + payload
+
+
+def _decode(blob: bytes) -> ModuleFacts | None:
+    if not blob.startswith(_MAGIC) or len(blob) < 20:
+        return None
+    digest, payload = blob[4:20], blob[20:]
+    if hashlib.sha256(payload).digest()[:16] != digest:
+        return None
+    try:
+        facts = pickle.loads(payload)
+    except Exception:  # any unpickling failure means the entry is unusable
+        return None
+    return facts if isinstance(facts, ModuleFacts) else None
+
+
+def read_cached(base: Path, content_id: str, full: bool = True) -> ModuleFacts | None:
+    try:
+        blob = _entry_path(base, content_id, full).read_bytes()
+    except OSError:
+        return None
+    facts = _decode(blob)
+    if facts is not None and (facts.content_id != content_id
+                              or facts.definitions_only == full):
+        facts = None  # a valid entry of another file, copied or renamed into this place
+    if facts is None:
+        log.warning("facts cache entry %s is corrupt; rebuilding it", content_id)
+    return facts
+
+
+_write_failed: list[str] = []
+
+
+def _parse_and_store(
+    base: Path, path: str, content_id: str, data: bytes, full: bool = True
+) -> ModuleFacts:
+    facts = extract_facts(path, content_id, data, full=full)
+    try:
+        # No fsync: entries are checksummed, a torn one is detected and rebuilt.
+        write_bytes_atomic(_entry_path(base, content_id, full), _encode(facts), durable=False)
+    except OSError as exc:  # a full or read-only disk costs speed, not correctness
+        if not _write_failed:  # once, not once per file
+            log.warning("could not write to the facts cache (%s); carrying on without it",
+                        exc.strerror or exc)
+        _write_failed.append(content_id)
+    return facts
+
+
+def _parse_batch(base: str, items: list[tuple[str, str, bytes, bool]]) -> list[ModuleFacts]:
+    return [_parse_and_store(Path(base), p, c, d, full) for p, c, d, full in items]
+
+
+def _store_batch(base: str, items: list[tuple[str, str, bytes, bool]]) -> int:
+    """Like _parse_batch, for prefetching: the facts stay in the cache, not sent back."""
+    for p, c, d, full in items:
+        _parse_and_store(Path(base), p, c, d, full)
+    return len(items)
+
+
+def default_jobs() -> int:
+    env = os.environ.get("TRACKER_JOBS")
+    if env and env.isdigit() and int(env) > 0:
+        return int(env)
+    return max(1, os.cpu_count() or 1)
+
+
+class _Recent:
+    """Facts handed out for the last two versions, kept in memory: consecutive releases
+    share most files, and a range should unpickle each of them once, not once per version.
+    Older entries are dropped, so memory stays at about two versions' worth."""
+
+    def __init__(self) -> None:
+        self.current: dict[tuple[str, bool], ModuleFacts] = {}
+        self.previous: dict[tuple[str, bool], ModuleFacts] = {}
+
+    def get(self, key: tuple[str, bool]) -> ModuleFacts | None:
+        found = self.current.get(key) or self.previous.get(key)
+        if found is not None:
+            self.current[key] = found
+        return found
+
+    def put(self, key: tuple[str, bool], facts: ModuleFacts) -> None:
+        self.current[key] = facts
+
+    def next_version(self) -> None:
+        self.previous, self.current = self.current, {}
+
+
+recent = _Recent()
+
+
+def load_facts(
+    tree: VersionTree,
+    paths: Iterable[str],
+    *,
+    progress: Progress | None = None,
+    jobs: int | None = None,
+    definitions_only: frozenset[str] = frozenset(),
+) -> dict[str, ModuleFacts]:
+    """Facts for `paths` of `tree`, from the cache where possible; the paths also in
+    `definitions_only` are read with the definition queries alone."""
+    base = facts_dir()
+    files: Mapping[str, str] = tree.files
+    result: dict[str, ModuleFacts] = {}
+    missing: list[tuple[str, str, bool]] = []
+    for path in sorted(set(paths)):
+        cid = files[path]
+        full = path not in definitions_only
+        cached = recent.get((cid, full)) or read_cached(base, cid, full)
+        if cached is None:
+            missing.append((path, cid, full))
+        else:
+            recent.put((cid, full), cached)
+            result[path] = cached if cached.path == path else cached._replace(path=path)
+    total = len(missing)
+    if progress is not None:
+        progress(0, total)
+    if not missing:
+        return result
+    workers = min(jobs or default_jobs(), max(1, total // 16))
+    if workers <= 1 or total < _PARALLEL_THRESHOLD:
+        for done, (path, cid, full) in enumerate(missing, 1):
+            result[path] = _parse_and_store(base, path, cid, tree.read(path), full)
+            recent.put((cid, full), result[path])
+            if progress is not None:
+                progress(done, total)
+        return result
+    # Interleave big and small files so batches take similar time.
+    batches: list[list[tuple[str, str, bytes, bool]]] = [[] for _ in range(workers * 4)]
+    for i, (path, cid, full) in enumerate(missing):
+        batches[i % len(batches)].append((path, cid, tree.read(path), full))
+    done = 0
+    pool = _pool(workers)
+    for batch_facts in pool.map(_parse_batch, [str(base)] * len(batches), batches):
+        for facts in batch_facts:
+            result[facts.path] = facts
+            recent.put((facts.content_id, not facts.definitions_only), facts)
+        done += len(batch_facts)
+        if progress is not None:
+            progress(done, total)
+    return result
+
+
+_pools: dict[int, ProcessPoolExecutor] = {}
+
+
+def _pool(workers: int) -> ProcessPoolExecutor:
+    """One pool per process, started on first use: a range of releases would otherwise
+    fork fresh workers (from an ever larger parent) for every release."""
+    if workers not in _pools:
+        _pools[workers] = ProcessPoolExecutor(max_workers=workers)
+        if len(_pools) == 1:
+            atexit.register(_shutdown_pools)
+    return _pools[workers]
+
+
+def _shutdown_pools() -> None:
+    for pool in _pools.values():
+        pool.shutdown(cancel_futures=True)
+    _pools.clear()
+
+
+def prefetch(
+    wanted: Iterable[tuple[VersionTree, str, bool]], *, progress: Progress | None = None
+) -> int:
+    """Parse, in one pool, every (tree, path, read in full) whose facts are not cached yet,
+    each content id once however many versions share it. Returns how many were parsed."""
+    base = facts_dir()
+    todo: dict[tuple[str, bool], tuple[VersionTree, str]] = {}
+    for tree, path, full in wanted:
+        cid = tree.files[path]
+        if (cid, full) not in todo and not _entry_path(base, cid, full).is_file():
+            todo[(cid, full)] = (tree, path)
+    total = len(todo)
+    if progress is not None:
+        progress(0, total)
+    if not todo:
+        return 0
+    workers = max(1, min(default_jobs(), total // 16))
+    items = [(path, cid, tree.read(path), full) for (cid, full), (tree, path) in todo.items()]
+    if workers == 1:
+        for done, (path, cid, data, full) in enumerate(items, 1):
+            _parse_and_store(base, path, cid, data, full)
+            if progress is not None:
+                progress(done, total)
+        return total
+    # Interleaved batches so that big and small files spread over the workers.
+    batches = [items[i :: workers * 8] for i in range(workers * 8)]
+    done = 0
+    for count in _pool(workers).map(_store_batch, [str(base)] * len(batches), batches):
+        done += count
+        if progress is not None:
+            progress(done, total)
+    return total

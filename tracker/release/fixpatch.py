@@ -1,0 +1,149 @@
+"""The patch that adds delegating members to a wrapper whose inner model has them.
+
+For each member the wrapper lacks and its `self.<inner>` provides, a method with the
+provider's signature that forwards every argument (or a property, for an attribute) is
+added at the end of the wrapper's class body. The result is a unified diff against the
+version's own file, ready for `git apply` / `patch -p1`.
+"""
+
+from __future__ import annotations
+
+import builtins
+import difflib
+import re
+from dataclasses import dataclass
+
+from tracker.analysis.compat import Delegation, ModelCheck
+from tracker.analysis.index import VersionIndex, key
+from tracker.common.errors import TrackerError
+from tracker.extract.facts import FunctionDef
+from tracker.extract.parse import function_header
+from tracker.sources.base import VersionTree
+
+_IDENT = re.compile(r"[A-Za-z_]\w*")
+
+
+@dataclass(frozen=True)
+class Patch:
+    path: str
+    diff: str
+    members: tuple[str, ...]
+    skipped: tuple[str, ...]  # missing members with no inner model to delegate to
+
+
+def build_patch(tree: VersionTree, index: VersionIndex, check: ModelCheck, class_key: str) -> Patch:
+    chosen: dict[str, Delegation] = {}
+    for d in check.delegations:
+        chosen.setdefault(d.member, d)  # first inner model in attribute order
+    skipped = tuple(m for m in check.missing if m not in chosen)
+    if not chosen:
+        raise TrackerError(
+            f"{check.model} lacks {', '.join(check.missing)} but holds no inner model that "
+            "provides them: there is nothing to delegate to"
+        )
+    info = index.classes[class_key]
+    source = tree.read(info.path)
+    lines = source.decode("utf-8").splitlines(keepends=True)
+    indent = _body_indent(lines, info.facts.line, info.facts.end_line)
+    blocks = []
+    for member in sorted(chosen):
+        blocks.append(_delegate(tree, index, info.module, chosen[member], indent))
+    insert_at = info.facts.end_line  # after the last line of the class body
+    new_lines = lines[:insert_at]
+    if new_lines and not new_lines[-1].endswith("\n"):
+        new_lines[-1] += "\n"
+    addition = "".join("\n" + b for b in blocks)
+    new_lines.append(addition)
+    new_lines.extend(lines[insert_at:])
+    diff = "".join(
+        difflib.unified_diff(
+            lines,
+            "".join(new_lines).splitlines(keepends=True),
+            fromfile=f"a/{info.path}",
+            tofile=f"b/{info.path}",
+        )
+    )
+    return Patch(info.path, diff, tuple(sorted(chosen)), skipped)
+
+
+def _body_indent(lines: list[str], start: int, end: int) -> str:
+    for text in lines[start:end]:
+        stripped = text.lstrip()
+        if stripped and not stripped.startswith("#"):
+            return text[: len(text) - len(stripped)]
+    return "    "
+
+
+def _delegate(
+    tree: VersionTree, index: VersionIndex, wrapper_module: str, d: Delegation, indent: str
+) -> str:
+    inner_method = index.find_method(d.inner_key, d.member)
+    fn = index.functions.get(inner_method) if inner_method else None
+    if fn is None:
+        # An attribute of the inner model: expose it read-only.
+        return (
+            f"{indent}@property\n{indent}def {d.member}(self):\n"
+            f"{indent}    return self.{d.attribute}.{d.member}\n"
+        )
+    provider_path = index.path_of_module(inner_method.partition(":")[0]) if inner_method else None
+    params_text = "(self)"
+    decorators = ""
+    if provider_path is not None:
+        header = function_header(tree.read(provider_path), fn.line)
+        if header is not None:
+            params_text, decorators = header
+    params_text = _portable_params(params_text, fn, index, wrapper_module)
+    call_args = _forwarded_arguments(fn)
+    lines = []
+    if "@property" in decorators:
+        lines += [
+            f"{indent}@property\n",
+            f"{indent}def {d.member}(self):\n",
+            f"{indent}    return self.{d.attribute}.{d.member}\n",
+        ]
+        return "".join(lines)
+    if "@staticmethod" in decorators or "@classmethod" in decorators:
+        params_text = "(self" + ("" if call_args == "" else ", " + call_args) + ")"
+    lines.append(f"{indent}def {d.member}{params_text}:\n")
+    lines.append(f"{indent}    return self.{d.attribute}.{d.member}({call_args})\n")
+    return "".join(lines)
+
+
+def _forwarded_arguments(fn: FunctionDef) -> str:
+    params = list(fn.params)
+    if params and params[0].name in ("self", "cls"):
+        params = params[1:]
+    out = []
+    for p in params:
+        if p.kind == "var_positional":
+            out.append(f"*{p.name}")
+        elif p.kind == "var_keyword":
+            out.append(f"**{p.name}")
+        elif p.kind == "keyword_only":
+            out.append(f"{p.name}={p.name}")
+        else:
+            out.append(p.name)
+    return ", ".join(out)
+
+
+def _portable_params(
+    params_text: str, fn: FunctionDef, index: VersionIndex, wrapper_module: str
+) -> str:
+    """The provider's parameter list, without annotations that name something the
+    wrapper's module does not bind (they would fail when the class body runs)."""
+    text = " ".join(params_text.split())
+    for p in fn.params:
+        if not p.annotation:
+            continue
+        names = set(_IDENT.findall(p.annotation))
+        unbound = [
+            n
+            for n in names
+            if not hasattr(builtins, n) and index.resolve_name(wrapper_module, n) is None
+        ]
+        if unbound:
+            text = text.replace(f"{p.name}: {p.annotation}", p.name)
+    return text
+
+
+__all__ = ["Patch", "build_patch", "key"]

@@ -1,0 +1,451 @@
+"""Reports as documents (plain dicts, the JSON contract) and their text/markdown renders.
+
+Every report is first built as a document; JSON output is that document, and the text and
+markdown renders are jinja2 templates over the same document (templates in
+`tracker/render/templates/`, overridable with `--template-dir`). One place decides what a report
+says; the templates only decide how it looks.
+"""
+
+from __future__ import annotations
+
+import json
+import logging
+from collections.abc import Iterable
+from dataclasses import dataclass
+from functools import cache
+from pathlib import Path
+from typing import Any
+
+from tracker.analysis.compat import Compat, ModelCheck
+from tracker.analysis.contract import ContractFinding
+from tracker.analysis.interface import FieldUse, Interface, Requirement, Site
+from tracker.common.errors import TrackerError
+from tracker.compare.diff import Change, Diff, rank
+from tracker.sources.base import SRT_PREFIX
+
+log = logging.getLogger(__name__)
+
+DEFAULT_LINK = "https://github.com/sgl-project/sglang/blob/{tag}/{path}#L{line}"
+FORMATS = ("text", "md", "json")
+
+
+@dataclass(frozen=True)
+class RenderOptions:
+    link_pattern: str = DEFAULT_LINK
+    template_dir: Path | None = None
+    show_all: bool = False  # list every model event, not only the notable ones
+
+
+def short_path(path: str) -> str:
+    return path.removeprefix(SRT_PREFIX)
+
+
+def site_doc(site: Site) -> dict[str, Any]:
+    return {
+        "path": site.path,
+        "line": site.line,
+        "function": site.function,
+        "condition": site.condition,
+        "status": site.status,
+        "guard": site.guard,
+        "arity": site.arity,
+        "call_path": list(site.call_path),
+    }
+
+
+def requirement_doc(req: Requirement) -> dict[str, Any]:
+    return {
+        "algorithm": req.algorithm,
+        "role": req.role,
+        "member": req.member,
+        "kind": req.kind,
+        "status": req.status,
+        "arities": list(req.arities),
+        "uses": list(req.uses),
+        "alternatives": list(req.alternatives),
+        "sites": [site_doc(s) for s in req.sites],
+    }
+
+
+def field_doc(f: FieldUse) -> dict[str, Any]:
+    return {
+        "algorithm": f.algorithm,
+        "owner": f.owner,
+        "name": f.name,
+        "sites": [site_doc(s) for s in f.sites],
+    }
+
+
+def check_doc(c: ModelCheck) -> dict[str, Any]:
+    return {
+        "model": c.model,
+        "path": c.path,
+        "kind": c.kind,
+        "kind_evidence": c.kind_evidence,
+        "algorithm": c.algorithm,
+        "role": c.role,
+        "role_evidence": c.role_evidence,
+        "status": c.status,
+        "missing": list(c.missing),
+        "unknown": list(c.unknown),
+        "provisions": [
+            {
+                "member": p.member,
+                "how": p.how,
+                "where": p.where,
+                **({"line": p.line} if p.line else {}),
+            }
+            for p in c.provisions
+        ],
+        "delegations": [
+            {
+                "member": d.member,
+                "attribute": d.attribute,
+                "inner_class": d.inner_class,
+                "provided_by": d.provided_by,
+            }
+            for d in c.delegations
+        ],
+        # Only on an accepted break (tracker.toml): the break is still reported as such.
+        **({"accepted": {"reason": c.accepted}} if c.accepted else {}),
+        "contract": [finding_doc(f) for f in c.contract],
+        **({"contract_unknown": c.contract_unknown} if c.contract_unknown else {}),
+    }
+
+
+def finding_doc(f: ContractFinding) -> dict[str, Any]:
+    """An aux-hidden-state contract finding: its rule, what is wrong, and the sites (the
+    setter's write, the decoder's read, the failing unpack or call)."""
+    return {
+        "rule": f.rule,
+        "message": f.message,
+        "headline": f.headline,
+        "text": f.render(),
+        "sites": [{"path": s.path, "line": s.line, "what": s.what} for s in f.sites],
+    }
+
+
+# ------------------------------------------------------------------------ documents
+
+
+def interface_document(
+    itf: Interface, source: str, algorithms: Iterable[str], role: str | None
+) -> dict[str, Any]:
+    chosen = [a for a in itf.algorithms if a in set(algorithms)]
+    return {
+        "schema": "sglang-tracker/interface@1",
+        "version": itf.version,
+        "source": source,
+        "algorithms": chosen,
+        "role": role,
+        "workers": {a: list(itf.workers.get(a, ())) for a in chosen},
+        "requirements": [
+            requirement_doc(r)
+            for r in itf.requirements
+            if r.algorithm in chosen and (role is None or r.role == role)
+        ],
+        "output_fields": [field_doc(f) for f in itf.output_fields if f.algorithm in chosen],
+        "config_keys": [field_doc(f) for f in itf.config_keys if f.algorithm in chosen],
+        # Which classes each algorithm may load as its draft model, and the evidence.
+        "draft_models": {
+            a: {"mode": d.mode, "summary": d.summary, "evidence": d.evidence}
+            for a, d in itf.draft_models.items()
+            if a in chosen and role in (None, "draft")
+        },
+        "warnings": sorted(
+            w for w in itf.warnings if not _names_other_algorithm(w, chosen, itf.algorithms)
+        ),
+    }
+
+
+def _names_other_algorithm(warning: str, chosen: list[str], every: tuple[str, ...]) -> bool:
+    words = set(warning.replace(",", " ").split())
+    return bool(words & set(every)) and not words & set(chosen)
+
+
+def change_doc(change: Change) -> dict[str, Any]:
+    out: dict[str, Any] = {
+        "kind": change.kind,
+        "algorithm": change.algorithm,
+        "subject": change.subject,
+        "role": change.role,
+        "message": change.message,
+        "breaking": change.breaking,
+        "notable": change.notable,
+        "new_break": change.new_break,
+    }
+    for side, value in (("old", change.old), ("new", change.new)):
+        if isinstance(value, Requirement):
+            out[side] = requirement_doc(value)
+        elif isinstance(value, FieldUse):
+            out[side] = field_doc(value)
+        elif isinstance(value, ModelCheck):
+            out[side] = check_doc(value)
+    return out
+
+
+def diff_document(d: Diff, source: str) -> dict[str, Any]:
+    changes = sorted(d.changes, key=rank)
+    counts: dict[str, int] = {}
+    for c in changes:
+        counts[c.kind] = counts.get(c.kind, 0) + 1
+    return {
+        "schema": "sglang-tracker/diff@1",
+        "from": d.old_version,
+        "to": d.new_version,
+        "source": source,
+        "algorithms": list(d.algorithms),
+        "changes": [change_doc(c) for c in changes],
+        "unchanged": [
+            {
+                **requirement_doc(new),
+                "previous_sites": [site_doc(s) for s in old.sites],
+                "moved_from": _moved_from(old, new),
+            }
+            for old, new in d.unchanged
+        ],
+        "counts": dict(sorted(counts.items())),
+    }
+
+
+def _moved_from(old: Requirement, new: Requirement) -> dict[str, Any] | None:
+    """Where the new primary site stood before, when it moved: the old site in the same
+    function of the same file (else the same file); when its file held none, the old
+    primary site, if no site is left in that site's file (it moved to another file)."""
+    primary = new.sites[0]
+    same_function = [
+        s for s in old.sites if s.path == primary.path and s.function == primary.function
+    ]
+    same_file = [s for s in old.sites if s.path == primary.path]
+    candidates = same_function or same_file
+    if not candidates:
+        before = old.sites[0]
+        if any(s.path == before.path for s in new.sites):
+            return None  # a new site elsewhere, the old one still there: not a move
+        return site_doc(before)
+    previous = candidates[0]
+    if previous.line == primary.line:
+        return None
+    return site_doc(previous)
+
+
+def check_document(
+    compat: Compat,
+    checks: list[ModelCheck],
+    requirements_version: str,
+    models_version: str,
+    source: str,
+) -> dict[str, Any]:
+    return {
+        "schema": "sglang-tracker/check@1",
+        "requirements_version": requirements_version,
+        "models_version": models_version,
+        "source": source,
+        "checks": [check_doc(c) for c in checks],
+        "counts": {s: sum(1 for c in checks if c.status == s) for s in ("ok", "broken", "unknown")},
+    }
+
+
+# -------------------------------------------------------------------------- output
+
+
+def document_json(doc: dict[str, Any]) -> str:
+    return json.dumps(doc, indent=2, sort_keys=False, ensure_ascii=False) + "\n"
+
+
+def render(
+    template: str, fmt: str, doc: dict[str, Any], options: RenderOptions | None = None
+) -> str:
+    """`template` is the report name (`diff`), `fmt` one of text/md/json."""
+    if fmt == "json":
+        return document_json(doc)
+    import jinja2
+
+    options = options or RenderOptions()
+    env = _environment(options)
+    suffix = "md" if fmt == "md" else "txt"
+    name = f"{template}.{suffix}.j2"
+    try:
+        text: str = env.get_template(name).render(doc=doc, options=options)
+    except jinja2.TemplateSyntaxError as exc:
+        where = exc.filename or exc.name or name
+        raise TrackerError(f"template {where}, line {exc.lineno}: {exc.message}") from None
+    except jinja2.TemplateError as exc:
+        # A user's template asking for what the document has not (StrictUndefined).
+        where = _template_file(env, name)
+        raise TrackerError(f"template {where}: {exc.message or exc}") from None
+    return text.rstrip() + "\n"
+
+
+def _template_file(env: Any, name: str) -> str:
+    try:
+        return str(env.get_template(name).filename or name)
+    except Exception:  # the name is what there is to say
+        return name
+
+
+def _environment(options: RenderOptions) -> Any:
+    import jinja2
+
+    loaders: list[jinja2.BaseLoader] = []
+    if options.template_dir is not None:
+        loaders.append(jinja2.FileSystemLoader(str(options.template_dir)))
+    loaders.append(jinja2.PackageLoader("tracker.render", "templates"))
+    env = jinja2.Environment(
+        loader=jinja2.ChoiceLoader(loaders),
+        undefined=jinja2.StrictUndefined,
+        trim_blocks=True,
+        lstrip_blocks=True,
+        keep_trailing_newline=True,
+        autoescape=False,  # plain text and markdown, never HTML
+        bytecode_cache=_template_cache(),
+    )
+    env.filters["short"] = short_path
+    env.filters["site"] = lambda s: f"{short_path(s['path'])}:{s['line']}"
+    env.filters["link"] = lambda s, tag: options.link_pattern.format(
+        tag=tag, path=s["path"], line=s["line"]
+    )
+    env.filters["call"] = _call_text
+    env.tests["model_event"] = lambda kind: str(kind).startswith("model_wrapper")
+    return env
+
+
+def _template_cache() -> Any:
+    """Compiled templates kept in the cache folder: compiling them is a sixth of a warm
+    `tracker diff`. Keyed by template source, so an edited template recompiles."""
+    import jinja2
+
+    from tracker.common.cachedir import cache_root
+
+    folder = cache_root() / "templates"
+    try:
+        folder.mkdir(parents=True, exist_ok=True)
+    except OSError:
+        return None  # a read-only cache: compile every time
+    cache_class: type[jinja2.FileSystemBytecodeCache] = _tolerant_cache()
+    return cache_class(str(folder))
+
+
+@cache
+def _tolerant_cache() -> Any:
+    """jinja2's file cache of compiled templates, except that an entry it cannot write (a
+    full disk) or read costs the compile, not the run: as the facts cache does."""
+    import jinja2
+
+    class TolerantBytecodeCache(jinja2.FileSystemBytecodeCache):
+        warned = False  # once per report, not once per template it includes
+
+        def dump_bytecode(self, bucket: jinja2.bccache.Bucket) -> None:
+            try:
+                super().dump_bytecode(bucket)
+            except OSError as exc:
+                if not self.warned:
+                    self.warned = True
+                    log.warning("could not write to the template cache in %s (%s); "
+                                "carrying on without it", self.directory,
+                                exc.strerror or exc)
+
+        def load_bytecode(self, bucket: jinja2.bccache.Bucket) -> None:
+            try:
+                super().load_bytecode(bucket)
+            except OSError:
+                bucket.reset()
+
+    return TolerantBytecodeCache
+
+
+def _call_text(req: dict[str, Any]) -> str:
+    if req["kind"] != "call":
+        return str(req["member"])
+    arities = req.get("arities") or []
+    shown = "/".join(arities) if arities else ""
+    # One member, both ways: `model.x()` here and `model.x` (read, not called) there.
+    also = " (also read as an attribute)" if "attribute" in req.get("uses", ()) else ""
+    return f"{req['member']}({shown}){also}"
+
+
+def matrix_document(m: Any, source: str) -> dict[str, Any]:
+    from tracker.compare.matrix import Matrix
+
+    assert isinstance(m, Matrix)
+    return {
+        "schema": "sglang-tracker/matrix@1",
+        "algorithm": m.algorithm,
+        "source": source,
+        "versions": m.versions,
+        "models": [
+            {
+                "model": model,
+                "class": m.classes.get(model, model),
+                "role": m.roles.get(model, ""),
+                "kind": m.kinds.get(model, ""),
+                "cells": [m.cells[model][v] for v in m.versions],
+                "missing": {v: list(miss) for v, miss in m.missing[model].items() if miss},
+            }
+            for model in m.models
+        ],
+        "events": [event_doc(e) for e in m.events],
+        "counts": {
+            v: {
+                s: sum(1 for model in m.models if m.cells[model][v] == s)
+                for s in ("ok", "broken", "unknown")
+            }
+            for v in m.versions
+        },
+    }
+
+
+def event_doc(e: Any) -> dict[str, Any]:
+    return {
+        "model": e.model,
+        "algorithm": e.algorithm,
+        "version": e.version,
+        "kind": e.kind,
+        "status": e.status,
+        "members": list(e.members),
+        "previous": e.previous,
+    }
+
+
+def history_document(model: str, kind: str, matrices: list[Any], source: str) -> dict[str, Any]:
+    events = [event_doc(e) for m in matrices for e in m.events if e.model == model]
+    rows = []
+    for m in matrices:
+        if model in m.cells:
+            rows.append(
+                {
+                    "algorithm": m.algorithm,
+                    "versions": m.versions,
+                    "cells": [m.cells[model][v] for v in m.versions],
+                }
+            )
+    return {
+        "schema": "sglang-tracker/history@1",
+        "model": model,
+        "kind": kind,
+        "source": source,
+        "events": events,
+        "rows": rows,
+    }
+
+
+def accepted_rows(
+    compats: Iterable[Compat], algorithms: Iterable[str], kinds: Iterable[str] | None = None,
+    model: str | None = None,
+) -> list[dict[str, Any]]:
+    """The accepted breaks over several versions (oldest first), one row per model,
+    algorithm and reason, with the versions it was accepted at: for the matrix and the
+    history, whose cells hold only a status."""
+    wanted, kind_set = set(algorithms), set(kinds) if kinds is not None else None
+    rows: dict[tuple[str, str, str], list[str]] = {}
+    for compat in compats:
+        for c in compat.checks:
+            if not c.accepted or c.algorithm not in wanted or (model and c.model != model):
+                continue
+            if kind_set is not None and c.kind not in kind_set:
+                continue
+            rows.setdefault((c.model, c.algorithm, c.accepted), []).append(compat.version)
+    return [
+        {"model": m, "algorithm": a, "reason": r, "versions": versions}
+        for (m, a, r), versions in sorted(rows.items())
+    ]
