@@ -1,5 +1,5 @@
-"""EAGLE3's aux-hidden-state contract on every release from v0.4.10 on: the findings are
-exactly the hand-reviewed ones (each read in the release's source), the Qwen3.5 wrappers
+"""EAGLE3's aux-hidden-state contract on every release with speculative decoding: the
+findings are exactly the hand-reviewed ones (each read in the release's source), the Qwen3.5 wrappers
 break when their members arrive and are fixed when the capture is, and classes whose
 setter and decoder agree never get a finding."""
 
@@ -46,12 +46,8 @@ REVIEWED = {
     # v0.5.18:1631-1635 sets the flags ("forward checks the per-layer flag").
     ("MiniMaxM3SparseForCausalLM", "capture_state_mismatch"):
         _between("v0.5.16", "v0.5.17"),
-    # gemma4_mtp.py v0.5.12:272: the assistant (an MTP draft the name rules call a
-    # target) calls the logits processor without aux states. True of the code, but the
-    # class is never an EAGLE3 target: a kind to fix, not a wrapper to fix.
-    ("Gemma4AssistantForCausalLM", "aux_not_to_logits"): _between("v0.5.12", "v0.5.20"),
-    ("Gemma4UnifiedAssistantForCausalLM", "aux_not_to_logits"):
-        _between("v0.5.13", "v0.5.20"),
+    # Not here: gemma4_mtp.py's assistants call the logits processor without aux states,
+    # but they are FROZEN_KV_MTP drafts (roles.toml), never EAGLE3 targets.
 }
 AGREEING = ("LlamaForCausalLM", "Qwen3ForCausalLM", "DeepseekV3ForCausalLM",
             "KimiK25ForConditionalGeneration", "Llama4ForConditionalGeneration")
@@ -62,9 +58,11 @@ _ANALYSED: dict[str, Compat] = {}
 
 @pytest.fixture
 def compats(use_real_cache: Path) -> dict[str, Compat]:
-    """Every release analysed once per session (the tests below share it)."""
+    """Every release's shipped snapshot, read once per session. Shipped snapshots hold the
+    contract findings and are rebuilt from the releases and compared in
+    test_every_release.py, so reading them here checks the same findings in seconds."""
     if not _ANALYSED:
-        ws = Workspace(open_source("pypi", None, Path.cwd()), use_shipped=False)
+        ws = Workspace(open_source("pypi", None, Path.cwd()))
         _ANALYSED.update({v: ws.snapshot_of(ws.source, v).compat for v in RELEASES})
     return _ANALYSED
 
