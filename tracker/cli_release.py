@@ -299,7 +299,7 @@ def watch(
         _emit(
             to_json(
                 {
-                    "schema": "sglang-tracker/watch@1",
+                    "schema": "sglang-tracker/watch@2",
                     "source": ws.source.describe(),
                     "destination": sink.destination,
                     "state": str(result.state_path),
