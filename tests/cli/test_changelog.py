@@ -87,7 +87,7 @@ def test_output_goes_to_a_file_and_json_carries_the_schema(tracker: Tracker,
     assert target.read_text().startswith("## Speculative decoding interface changes")
     doc = json.loads(tracker("changelog", "v0.5.9", "v0.5.10", "-a", "EAGLE3", "--source",
                              "pypi", "--format", "json").stdout)
-    assert doc["schema"] == "sglang-tracker/changelog@1"
+    assert doc["schema"] == "sglang-tracker/changelog@2"
     assert [f["model"] for f in doc["sections"][0]["fixed"]] == [
         "KimiK25ForConditionalGeneration", "MindSporeForCausalLM"]
 

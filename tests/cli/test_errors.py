@@ -119,7 +119,7 @@ def test_git_mode_reads_a_synthetic_repository_end_to_end(make_git_repo: object)
                      "-a", "EAGLE3")
     assert result.returncode == 0, result.stderr
     doc = json.loads(result.stdout)
-    assert doc["schema"] == "sglang-tracker/diff@1"
+    assert doc["schema"] == "sglang-tracker/diff@2"
     assert [(c["kind"], c["subject"]) for c in doc["changes"]] == [
         ("model_wrapper_removed", "WrapperForConditionalGeneration")]
 

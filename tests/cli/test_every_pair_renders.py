@@ -33,7 +33,7 @@ def test_every_consecutive_diff_renders(fmt: str, snapshots: dict[str, object]) 
             out = render("diff", fmt, doc, RenderOptions(show_all=show_all))
             assert f"{old}" in out and f"{new}" in out
             if fmt == "json":
-                assert json.loads(out)["schema"] == "sglang-tracker/diff@1"
+                assert json.loads(out)["schema"] == "sglang-tracker/diff@2"
 
 
 @pytest.mark.parametrize("fmt", ["text", "md", "json"])

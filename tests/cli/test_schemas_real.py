@@ -45,6 +45,15 @@ PRINTED: dict[str, list[str]] = {
     ],
     "graph": ["graph", "v0.5.9", "-a", "EAGLE3", "--format", "json"],
 }
+# name -> a command printing a document that marks KimiK25's accepted EAGLE3 break
+# (given --config with an [[accepted]] entry for it)
+ACCEPTING: dict[str, list[str]] = {
+    "check-accepted": ["check", "v0.5.9", "-a", "EAGLE3", "-m", KIMI, "--format", "json"],
+    "diff-accepted": ["diff", "v0.5.8", "v0.5.9", "-a", "EAGLE3", "--format", "json"],
+    "changelog-accepted": ["changelog", "v0.5.8", "v0.5.9", "-a", "EAGLE3", "--format", "json"],
+    "matrix-accepted": ["matrix", "v0.5.8..v0.5.10", "-a", "EAGLE3", "--format", "json"],
+    "history-accepted": ["history", KIMI, "v0.5.8..v0.5.10", "--format", "json"],
+}
 
 
 def _json(result: Result) -> Any:
@@ -89,6 +98,15 @@ def documents(
         # watch into a directory: KimiK25's issue, filed at v0.5.9, is closed at v0.5.10.
         docs |= _watch(cli_run, tmp, ["--out", str(tmp / "watched")], "watch-dir")
         docs["watch-dir-index"] = _read(tmp / "watched" / "issues.json")
+        config = tmp / "tracker.toml"
+        config.write_text(f'[[accepted]]\nmodel = "{KIMI}"\nalgorithm = "EAGLE3"\n'
+                          'reason = "patched in a fork"\n', encoding="utf-8")
+        for name, args in ACCEPTING.items():
+            docs[name] = _json(cli_run(*args, "--config", str(config), "-q"))
+        docs["watch-dry-run"] = _json(cli_run(
+            "watch", "--out", str(tmp / "dry"), "--state", str(tmp / "dry-state.json"),
+            "-a", "EAGLE3", "--since", "v0.5.8.post1", "--until", "v0.5.9", "--dry-run",
+            "--config", str(config), "--format", "json", "-q"))
         with pytest.MonkeyPatch.context() as mp, fake_github() as (url, _):
             mp.setenv("GITHUB_TOKEN", TOKEN)
             docs |= _watch(cli_run, tmp, ["--post", REPO, "--api-url", url], "watch-github")
@@ -106,6 +124,8 @@ NAMES = [
     "watch-github",
     "watch-github-again",
     "watch-github-state",
+    *ACCEPTING,
+    "watch-dry-run",
 ]
 
 
@@ -118,7 +138,7 @@ def test_a_real_document_validates_against_the_schema_it_names(
 
 def test_the_real_documents_use_every_schema(documents: dict[str, Any]) -> None:
     used = {doc["schema"] for doc in documents.values()}
-    assert used == set(schemas()) - {"sglang-tracker/common@1"}
+    assert used == set(schemas()) - {"sglang-tracker/common@2"}
 
 
 def test_the_documents_hold_what_the_schemas_allow_to_be_empty(
@@ -135,3 +155,26 @@ def test_the_documents_hold_what_the_schemas_allow_to_be_empty(
     assert any(c["delegations"] for c in documents["check"]["checks"])
     assert documents["diff"]["changes"] and documents["changelog"]["sections"]
     assert len(documents["watch-github-state"]["history"]) == 4
+
+
+def test_the_documents_hold_the_fields_present_only_sometimes(
+    documents: dict[str, Any],
+) -> None:
+    """Accepted breaks, a dry run, rows of classes checked as drafts, classes present
+    before a range, and since when a triaged break exists are there to be validated."""
+    reason = {"reason": "patched in a fork"}
+    (kimi,) = documents["check-accepted"]["checks"]
+    assert kimi["accepted"] == reason
+    assert any(c.get("new", {}).get("accepted") == reason
+               for c in documents["diff-accepted"]["changes"])
+    broken = [b for s in documents["changelog-accepted"]["sections"] for b in s["broken"]]
+    assert [b["accepted"] for b in broken if b["model"] == KIMI] == [reason]
+    for name in ("matrix-accepted", "history-accepted"):
+        assert [r["model"] for r in documents[name]["accepted"]] == [KIMI], name
+    dry = documents["watch-dry-run"]
+    assert dry["dry_run"] is True and dry["releases"][0]["accepted"]
+    matrix = documents["matrix"]
+    assert {"present", "appeared"} <= {e["kind"] for e in matrix["events"]}
+    assert any(m["model"] == f"{m['class']} (as draft)" for m in matrix["models"])
+    assert {c["broken_since_how"] for c in documents["triage"]["checks"]} >= {"added"}
+    assert documents["interface"]["draft_models"]

@@ -109,7 +109,7 @@ def test_a_missing_forward_output_field_is_explained_as_one(tracker: Tracker) ->
                      "attribute 'mm_input_embeds'", "--at", "v0.5.9", "-a", "EAGLE3",
                      "--source", "pypi", "--format", "json")
     doc = json.loads(result.stdout)
-    assert doc["schema"] == "sglang-tracker/triage@1"
+    assert doc["schema"] == "sglang-tracker/triage@2"
     assert doc["models"] == [] and doc["checks"] == [] and doc["patch"] is None
     assert [(f["owner"], f["name"], f["sites"][0]["line"]) for f in doc["fields"]] == [
         ("logits_output", "mm_input_embeds", 302)]

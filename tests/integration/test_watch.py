@@ -113,7 +113,7 @@ def test_the_first_watch_files_one_issue_per_new_break_of_each_release(
     first = story["first"]
     assert first.exit_code == 0, first.stderr
     doc = json.loads(first.stdout)
-    assert doc["schema"] == "sglang-tracker/watch@1"
+    assert doc["schema"] == "sglang-tracker/watch@2"
     assert [(r["previous"], r["version"]) for r in doc["releases"]] == [
         ("v0.5.8.post1", "v0.5.9"),
         ("v0.5.9", "v0.5.10"),

@@ -103,7 +103,9 @@ def test_the_diff_markdown_links_both_sites_of_a_contract_break_at_the_new_tag()
 
 def test_the_diff_json_carries_the_finding_and_validates() -> None:
     _a, _b, d = pair(OK, NO_PAIR)
-    doc = json.loads(render("diff", "json", diff_document(d, "dir:/tree")))
+    # With the fix options `tracker diff` adds.
+    doc = json.loads(render("diff", "json", {**diff_document(d, "dir:/tree"),
+                                             "fix_options": "--at dir:/tree"}))
     (change,) = doc["changes"]
     assert change["kind"] == "model_wrapper_contract_broke"
     assert [f["rule"] for f in change["new"]["contract"]] == ["aux_never_returned"]
@@ -172,7 +174,7 @@ def test_a_contract_issue_is_fixed_when_the_class_is_ok_but_not_when_unfollowed(
 def test_the_changelog_says_which_contract_broke_and_which_was_fixed() -> None:
     _a, b, d = pair(OK, DROPS_AUX)
     doc = changelog_document(d, b.interface, b.compat, "dir:/tree")
-    assert errors(doc) == []
+    assert errors({**doc, "fix_options": "--at dir:/tree"}) == []  # as `tracker changelog`
     md = render("changelog", "md", doc)
     assert f"- `{MODEL}` breaks the aux-hidden-state contract: aux hidden states never " \
         "reach the logits (" in md
@@ -203,7 +205,7 @@ def test_triage_of_the_unpack_error_names_the_finding_its_sites_and_the_fix_rele
     doc = triage_document(parse_error("ValueError: too many values to unpack (expected 2)"),
                           broken.interface, broken.compat, ("EAGLE3",), "dir:/tree",
                           later=[("v2", fixed.compat)], model=MODEL)
-    assert errors(doc) == []
+    assert errors({**doc, "version_from": "--at"}) == []  # as `tracker triage` adds it
     assert doc["verdict"] == (
         f"{MODEL} breaks the aux-hidden-state contract EAGLE3 relies on at v1 (aux hidden "
         "states never returned): the inner forward never returns (hidden_states, "
@@ -250,7 +252,7 @@ def test_an_attribute_error_on_a_capture_flag_nothing_created_is_the_contract() 
     assert doc["checks"][0]["contract_matches"] is True
     assert doc["verdict"].startswith(f"{vl} breaks the aux-hidden-state contract EAGLE3 relies "
                                      "on at v1 (capture attribute never created)")
-    assert errors(doc) == []
+    assert errors({**doc, "version_from": "--at"}) == []
 
 
 # ----------------------------------------------------------------------------- check

@@ -6,6 +6,7 @@ tests/integration/test_schemas_real.py."""
 from __future__ import annotations
 
 import copy
+import hashlib
 import json
 import re
 import tomllib
@@ -16,16 +17,22 @@ import pytest
 from jsonschema import Draft202012Validator
 from schema_check import errors, schemas
 
-from tracker.analysis.compat import PROVIDED
-from tracker.analysis.interface import STATUS_ORDER
+from tracker.analysis.compat import PROVIDED, Compat
+from tracker.analysis.contract import ContractRule
+from tracker.analysis.drafts import SUMMARY
+from tracker.analysis.interface import STATUS_ORDER, Interface, Requirement, Site
 from tracker.analysis.roles import load_rules
 from tracker.common.resources import schemas_dir
 from tracker.compare.diff import CHANGE_KINDS
+from tracker.compare.matrix import EVENT_KINDS
+from tracker.compare.snapshot import SCHEMA as SNAPSHOT
+from tracker.compare.snapshot import Builder, Snapshot, load_cached, load_file, to_json
 from tracker.render.report import STATUSES
+from tracker.sources.base import SourceIdentity
 
 ROOT = Path(__file__).resolve().parents[2]
 GOLDENS = ROOT / "tests" / "cli" / "goldens"
-SHARED = "sglang-tracker/common@1"
+SHARED = "sglang-tracker/common@2"
 SCHEMA_ID = re.compile(r"sglang-tracker/([a-z][a-z-]*)@([0-9]+)")
 # Ids in the code that name no JSON document a user receives, and why.
 NOT_WRITTEN = {
@@ -36,6 +43,9 @@ NOT_WRITTEN = {
     # Cache files of the package index source: the tool's private bookkeeping.
     "sglang-tracker/archive-index@1",
     "sglang-tracker/pypi-versions@1",
+    # The shipped inventory of external bases: data the tool reads (validated on load by
+    # tracker.externals), built by tools/build_base_inventory.py, never written by a command.
+    "sglang-tracker/external-bases@1",
 }
 
 
@@ -98,6 +108,25 @@ def test_the_matrix_statuses_are_exactly_those_the_matrix_shows() -> None:
 
 def test_the_provision_kinds_are_those_compat_gives() -> None:
     assert set(defs("provision_how")["enum"]) == set(PROVIDED) | {"unknown", "missing"}
+
+
+def test_the_member_uses_are_exactly_those_a_requirement_gives() -> None:
+    path = "python/sglang/srt/speculative/eagle_worker.py"
+    sites = (Site(path, 1, "f", arity="1"), Site(path, 2, "f", guard="hasattr"), Site(path, 3, "f"))
+    req = Requirement("EAGLE3", "target", "m", "call", "required", sites)
+    assert set(defs("member_use")["enum"]) == set(req.uses)
+
+
+def test_the_event_kinds_are_exactly_those_the_matrix_knows() -> None:
+    assert defs("event_kind")["enum"] == list(EVENT_KINDS)
+
+
+def test_the_contract_rules_are_exactly_those_the_contract_checks() -> None:
+    assert defs("contract_rule")["enum"] == [rule.id for rule in ContractRule]
+
+
+def test_the_draft_model_modes_are_exactly_those_the_interface_gives() -> None:
+    assert set(defs("draft_mode")["enum"]) == set(SUMMARY)
 
 
 def test_the_model_kinds_are_those_the_role_rules_can_give() -> None:
@@ -205,5 +234,31 @@ def test_a_model_event_must_carry_checks_not_requirements() -> None:
 
 def test_a_document_with_another_document_s_schema_id_fails_validation() -> None:
     doc = json.loads((GOLDENS / "check-kimi.json").read_text(encoding="utf-8"))
-    doc["schema"] = "sglang-tracker/interface@1"
+    doc["schema"] = "sglang-tracker/interface@2"
     assert errors(doc) != []
+
+
+# ------------------------------------------------------- an old snapshot id is stale
+
+
+def test_a_snapshot_under_the_previous_schema_id_is_not_read_so_it_is_rebuilt(
+    tmp_path: Path,
+) -> None:
+    site = Site("python/sglang/srt/speculative/eagle_worker.py", 10, "EAGLEWorker.__init__")
+    itf = Interface("v1", ("EAGLE3",), {"EAGLE3": ("EAGLEWorker",)}, [
+        Requirement("EAGLE3", "target", "get_embed_and_head", "call", "required", (site,))])
+    snap = Snapshot("v1", SourceIdentity("dir", "/tree", "v1", ""), "0" * 64,
+                    Builder("0.1.0", "queries", "rules"), itf, Compat("v1"))
+    text = to_json(snap)
+    assert errors(json.loads(text)) == []
+    previous = SNAPSHOT.replace("@2", "@1")
+    assert previous != SNAPSHOT and f'"{SNAPSHOT}"' in text
+    old = text.replace(f'"{SNAPSHOT}"', f'"{previous}"')
+    for name, body in (("current", text), ("old", old)):
+        (tmp_path / f"{name}.json").write_text(body, encoding="utf-8")
+        digest = hashlib.sha256(body.encode()).hexdigest()
+        (tmp_path / f"{name}.cached").write_text(f"sha256:{digest}\n{body}", encoding="utf-8")
+    assert load_file(tmp_path / "current.json") is not None
+    assert load_cached(tmp_path / "current.cached") is not None
+    assert load_file(tmp_path / "old.json") is None
+    assert load_cached(tmp_path / "old.cached") is None

@@ -465,7 +465,7 @@ def why(
         reqs = [r for r in snap.interface.for_algorithm(alg, check.role) if r.member in checked]
     flush_warnings(ws)
     if fmt == "json":
-        doc: dict[str, Any] = {"schema": "sglang-tracker/why@1", "version": snap.version,
+        doc: dict[str, Any] = {"schema": "sglang-tracker/why@2", "version": snap.version,
                                "algorithm": alg}
         if member is not None:
             doc["member"] = member

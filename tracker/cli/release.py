@@ -283,7 +283,7 @@ def watch(
         emit(
             document_json(
                 {
-                    "schema": "sglang-tracker/watch@1",
+                    "schema": "sglang-tracker/watch@2",
                     "source": ws.source.describe(),
                     "destination": sink.destination,
                     "state": str(result.state_path),

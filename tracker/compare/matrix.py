@@ -20,6 +20,8 @@ from tracker.analysis.compat import EntryClass, ModelCheck, natural_role
 from tracker.compare.snapshot import Snapshot
 
 CHECKED = ("ok", "broken", "unknown")
+# Every kind of event a matrix or history can hold (the JSON Schemas list the same).
+EVENT_KINDS = ("appeared", "present", "broke", "fixed", "removed", "changed")
 
 
 def row_label(model: str, kind: str, role: str) -> str:
@@ -44,7 +46,7 @@ class Event:
     model: str
     algorithm: str
     version: str
-    kind: str  # "appeared" | "present" | "broke" | "fixed" | "removed" | "changed"
+    kind: str  # one of EVENT_KINDS
     status: str  # status at `version`
     members: tuple[str, ...] = ()  # missing (appeared/broke/changed) or now provided (fixed)
     previous: str = ""  # the version before

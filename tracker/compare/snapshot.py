@@ -34,7 +34,7 @@ from tracker.common.resources import data_file
 from tracker.extract.facts import FACTS_FORMAT
 from tracker.sources.base import SRT_PREFIX, SourceIdentity
 
-SCHEMA = "sglang-tracker/snapshot@1"
+SCHEMA = "sglang-tracker/snapshot@2"
 
 
 @dataclass(frozen=True)

@@ -16,7 +16,7 @@ from tracker.compare.diff import WRAPPER_BROKE, WRAPPER_FIXED, Change, Diff, ran
 from tracker.release.issues import oversight
 from tracker.render.documents import field_doc, finding_doc, requirement_doc
 
-SCHEMA = "sglang-tracker/changelog@1"
+SCHEMA = "sglang-tracker/changelog@2"
 
 _ADDED = ("member_now_required", "member_now_optional")
 _REMOVED = ("member_no_longer_required", "member_no_longer_used")

@@ -22,7 +22,7 @@ from tracker.analysis.interface import Interface
 from tracker.common.errors import TrackerError
 from tracker.render.documents import field_doc, finding_doc, requirement_doc
 
-SCHEMA = "sglang-tracker/triage@1"
+SCHEMA = "sglang-tracker/triage@2"
 
 _NAME = r"[A-Za-z_][\w.]*"
 # Python's three wordings, with the 3.10+ suggestion tail (". Did you mean: 'x'?") allowed.

@@ -133,7 +133,7 @@ def interface_document(
 ) -> dict[str, Any]:
     chosen = [a for a in itf.algorithms if a in set(algorithms)]
     return {
-        "schema": "sglang-tracker/interface@1",
+        "schema": "sglang-tracker/interface@2",
         "version": itf.version,
         "source": source,
         "algorithms": chosen,
@@ -190,7 +190,7 @@ def diff_document(d: Diff, source: str) -> dict[str, Any]:
     for c in changes:
         counts[c.kind] = counts.get(c.kind, 0) + 1
     return {
-        "schema": "sglang-tracker/diff@1",
+        "schema": "sglang-tracker/diff@2",
         "from": d.old_version,
         "to": d.new_version,
         "source": source,
@@ -237,7 +237,7 @@ def check_document(
     source: str,
 ) -> dict[str, Any]:
     return {
-        "schema": "sglang-tracker/check@1",
+        "schema": "sglang-tracker/check@2",
         "requirements_version": requirements_version,
         "models_version": models_version,
         "source": source,
@@ -369,7 +369,7 @@ def matrix_document(m: Any, source: str) -> dict[str, Any]:
 
     assert isinstance(m, Matrix)
     return {
-        "schema": "sglang-tracker/matrix@1",
+        "schema": "sglang-tracker/matrix@2",
         "algorithm": m.algorithm,
         "source": source,
         "versions": m.versions,
@@ -420,7 +420,7 @@ def history_document(model: str, kind: str, matrices: list[Any], source: str) ->
                 }
             )
     return {
-        "schema": "sglang-tracker/history@1",
+        "schema": "sglang-tracker/history@2",
         "model": model,
         "kind": kind,
         "source": source,

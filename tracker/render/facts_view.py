@@ -39,7 +39,7 @@ def facts_document(facts: ModuleFacts, version: str) -> dict[str, Any]:
         return data
 
     return {
-        "schema": "sglang-tracker/facts@1",
+        "schema": "sglang-tracker/facts@2",
         "version": version,
         "path": facts.path,
         "content_id": facts.content_id,
