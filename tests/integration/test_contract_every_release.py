@@ -1,7 +1,7 @@
 """EAGLE3's aux-hidden-state contract on every release with speculative decoding: the
-findings are exactly the hand-reviewed ones (each read in the release's source), the Qwen3.5 wrappers
-break when their members arrive and are fixed when the capture is, and classes whose
-setter and decoder agree never get a finding."""
+findings are exactly the hand-reviewed ones (each read in the release's source), the
+Qwen3.5 wrappers break when their members arrive and are fixed when the capture is, and
+classes whose setter and decoder agree never get a finding."""
 
 from __future__ import annotations
 
