@@ -16,11 +16,12 @@ from functools import cache
 from pathlib import Path
 from typing import Any
 
-from tracker.analysis.compat import Compat, ModelCheck
+from tracker.analysis.compat import Compat, ModelCheck, natural_role
 from tracker.analysis.contract import ContractFinding
 from tracker.analysis.interface import FieldUse, Interface, Requirement, Site
 from tracker.common.errors import TrackerError
 from tracker.compare.diff import Change, Diff, rank
+from tracker.compare.matrix import check_row
 from tracker.sources.base import SRT_PREFIX
 
 log = logging.getLogger(__name__)
@@ -430,21 +431,23 @@ def history_document(model: str, kind: str, matrices: list[Any], source: str) ->
 
 
 def accepted_rows(
-    compats: Iterable[Compat], algorithms: Iterable[str], kinds: Iterable[str] | None = None,
+    compats: Iterable[Compat], algorithms: Iterable[str], roles: Iterable[str] | None = None,
     model: str | None = None,
 ) -> list[dict[str, Any]]:
-    """The accepted breaks over several versions (oldest first), one row per model,
-    algorithm and reason, with the versions it was accepted at: for the matrix and the
-    history, whose cells hold only a status."""
-    wanted, kind_set = set(algorithms), set(kinds) if kinds is not None else None
+    """The accepted breaks over several versions (oldest first), one row per matrix row
+    (`KimiK25ForConditionalGeneration`, or `... (as draft)`), algorithm and reason, with
+    the versions it was accepted at: for the matrix and the history, whose cells hold only
+    a status."""
+    wanted, role_set = set(algorithms), set(roles) if roles is not None else None
     rows: dict[tuple[str, str, str], list[str]] = {}
     for compat in compats:
         for c in compat.checks:
             if not c.accepted or c.algorithm not in wanted or (model and c.model != model):
                 continue
-            if kind_set is not None and c.kind not in kind_set:
+            # Without roles (a history), each class in its kind's own role, as its rows.
+            if c.role not in (role_set if role_set is not None else {natural_role(c.kind)}):
                 continue
-            rows.setdefault((c.model, c.algorithm, c.accepted), []).append(compat.version)
+            rows.setdefault((check_row(c), c.algorithm, c.accepted), []).append(compat.version)
     return [
         {"model": m, "algorithm": a, "reason": r, "versions": versions}
         for (m, a, r), versions in sorted(rows.items())
