@@ -7,7 +7,7 @@ from __future__ import annotations
 import json
 from collections import defaultdict
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from itertools import pairwise
 from pathlib import Path
 from typing import Any
@@ -198,28 +198,67 @@ def _graph_versions(
     return {v: reasons[v] for v in present if v in reasons}
 
 
-def _algorithm_doc(
-    snapshots: Sequence[Snapshot], algorithm: str, options: ReportOptions
-) -> dict[str, Any]:
-    pattern = options.link_pattern
-    m: Matrix = build_matrix(snapshots, algorithm, options.kinds)
-    versions = m.versions
+def _cell_detail(check: ModelCheck) -> dict[str, Any]:
+    """Why a cell is broken or unknown: what the model lacks, and where that is unclear."""
+    return {
+        "role": check.role,
+        "missing": list(check.missing),
+        "unknown": [
+            {"member": p.member, "why": p.where} for p in check.provisions if p.how == "unknown"
+        ],
+        "delegations": [
+            {"member": d.member, "attribute": d.attribute, "inner": d.inner_class}
+            for d in check.delegations
+        ],
+    }
+
+
+@dataclass
+class _Heatmap:
+    """The heatmap's rows, with one table of distinct cell details that cells refer to by
+    index (the same missing members repeat across most releases, so this keeps the page
+    small), and per version the (role, member) pairs whose sites the details link to."""
+
+    rows: list[dict[str, Any]] = field(default_factory=list)
+    details: list[dict[str, Any]] = field(default_factory=list)
+    detail_index: dict[str, int] = field(default_factory=dict)
+    wanted: dict[str, set[tuple[str, str]]] = field(default_factory=lambda: defaultdict(set))
+
+    def detail(self, check: ModelCheck) -> int:
+        detail = _cell_detail(check)
+        text = json.dumps(detail, sort_keys=True)
+        if text not in self.detail_index:
+            self.detail_index[text] = len(self.details)
+            self.details.append(detail)
+        return self.detail_index[text]
+
+
+def _row_doc(m: Matrix, model: str, cells: list[dict[str, Any]]) -> dict[str, Any]:
+    return {
+        "model": model,
+        "class": m.classes.get(model, model),
+        "role": m.roles.get(model, ""),
+        "kind": m.kinds.get(model, ""),
+        "cells": cells,
+        "broken": sum(1 for c in cells if c["status"] == "broken"),
+        "first": next((i for i, c in enumerate(cells) if c["status"] != "absent"), len(cells)),
+        "newest": cells[-1]["status"] if cells else "absent",
+        "events": sorted({c["event"] for c in cells} - {""}),
+    }
+
+
+def _heatmap(snapshots: Sequence[Snapshot], algorithm: str, m: Matrix) -> _Heatmap:
     checks: dict[str, dict[str, ModelCheck]] = {
         s.version: {check_row(c): c for c in s.compat.checks if c.algorithm == algorithm}
         for s in snapshots
     }
-    # One table of distinct cell details; cells refer to it by index (the same missing
-    # members repeat across most releases, so this keeps the page small).
-    details: list[dict[str, Any]] = []
-    detail_index: dict[str, int] = {}
-    wanted: dict[str, set[tuple[str, str]]] = defaultdict(set)  # version -> (role, member)
     events: dict[str, dict[str, str]] = defaultdict(dict)
     for e in m.events:
         events[e.model][e.version] = e.kind
-    rows = []
+    heat = _Heatmap()
     for model in m.models:
         cells = []
-        for v in versions:
+        for v in m.versions:
             status = m.cells[model][v]
             cell: dict[str, Any] = {
                 "status": status,
@@ -228,42 +267,20 @@ def _algorithm_doc(
             }
             check = checks[v].get(model)
             if check is not None and status in ("broken", "unknown"):
-                detail = {
-                    "role": check.role,
-                    "missing": list(check.missing),
-                    "unknown": [
-                        {"member": p.member, "why": p.where}
-                        for p in check.provisions
-                        if p.how == "unknown"
-                    ],
-                    "delegations": [
-                        {"member": d.member, "attribute": d.attribute, "inner": d.inner_class}
-                        for d in check.delegations
-                    ],
-                }
-                text = json.dumps(detail, sort_keys=True)
-                if text not in detail_index:
-                    detail_index[text] = len(details)
-                    details.append(detail)
-                cell["detail"] = detail_index[text]
-                wanted[v] |= {(check.role, x) for x in (*check.missing, *check.unknown)}
+                cell["detail"] = heat.detail(check)
+                heat.wanted[v] |= {(check.role, x) for x in (*check.missing, *check.unknown)}
             cells.append(cell)
-        broken = sum(1 for c in cells if c["status"] == "broken")
-        rows.append(
-            {
-                "model": model,
-                "class": m.classes.get(model, model),
-                "role": m.roles.get(model, ""),
-                "kind": m.kinds.get(model, ""),
-                "cells": cells,
-                "broken": broken,
-                "first": next(
-                    (i for i, c in enumerate(cells) if c["status"] != "absent"), len(cells)
-                ),
-                "newest": cells[-1]["status"] if cells else "absent",
-                "events": sorted({c["event"] for c in cells} - {""}),
-            }
-        )
+        heat.rows.append(_row_doc(m, model, cells))
+    return heat
+
+
+def _wanted_sites(
+    snapshots: Sequence[Snapshot],
+    algorithm: str,
+    wanted: Mapping[str, set[tuple[str, str]]],
+    pattern: str,
+) -> dict[str, dict[str, list[dict[str, Any]]]]:
+    """version -> "role:member" -> the sites of the members the cell details name."""
     sites: dict[str, dict[str, list[dict[str, Any]]]] = {}
     for snap in snapshots:
         need = wanted.get(snap.version)
@@ -276,29 +293,53 @@ def _algorithm_doc(
                     _site_doc(s, snap.version, pattern) for s in r.sites
                 )
         sites[snap.version] = per
-    timeline = _timeline(snapshots, algorithm, options)
+    return sites
+
+
+def _graphs(
+    snapshots: Sequence[Snapshot],
+    algorithm: str,
+    options: ReportOptions,
+    timeline: list[dict[str, Any]],
+) -> list[dict[str, Any]]:
     views = {
-        s.version: build_call_graph(s, algorithm, pattern)
+        s.version: build_call_graph(s, algorithm, options.link_pattern)
         for s in snapshots
         if algorithm in s.interface.algorithms and options.graphs != "none"
     }
     chosen = _graph_versions(snapshots, algorithm, options.graphs, views, timeline)
-    graphs = [
+    return [
         {"version": v, "reasons": why, "graph": views[v].document()} for v, why in chosen.items()
     ]
-    counts = {
-        v: {s: sum(1 for model in m.models if m.cells[model][v] == s) for s in STATUSES}
-        for v in versions
-    }
-    newest = versions[-1]
-    event_counts = {k: sum(1 for e in m.events if e.kind == k) for k in ("broke", "fixed")}
-    notable = [
+
+
+def _notable(timeline: list[dict[str, Any]]) -> list[dict[str, Any]]:
+    """Every model that broke, and new models that came unsupported and are notable."""
+    return [
         {"version": e["version"], "kind": kind, **item}
         for e in timeline
         for kind in ("broke", "new_unsupported")
         for item in e["models"][kind]
         if kind == "broke" or item["notable"]
     ]
+
+
+def _algorithm_doc(
+    snapshots: Sequence[Snapshot], algorithm: str, options: ReportOptions
+) -> dict[str, Any]:
+    pattern = options.link_pattern
+    m: Matrix = build_matrix(snapshots, algorithm, options.kinds)
+    versions = m.versions
+    heat = _heatmap(snapshots, algorithm, m)
+    sites = _wanted_sites(snapshots, algorithm, heat.wanted, pattern)
+    timeline = _timeline(snapshots, algorithm, options)
+    graphs = _graphs(snapshots, algorithm, options, timeline)
+    counts = {
+        v: {s: sum(1 for model in m.models if m.cells[model][v] == s) for s in STATUSES}
+        for v in versions
+    }
+    newest = versions[-1]
+    event_counts = {k: sum(1 for e in m.events if e.kind == k) for k in ("broke", "fixed")}
     present = [s.version for s in snapshots if algorithm in s.interface.algorithms]
     first = next((s for s in snapshots if algorithm in s.interface.algorithms), None)
     return {
@@ -306,18 +347,18 @@ def _algorithm_doc(
         "versions": versions,
         "present": present,
         "workers": {s.version: list(s.interface.workers.get(algorithm, ())) for s in snapshots},
-        "rows": rows,
-        "details": details,
+        "rows": heat.rows,
+        "details": heat.details,
         "sites": sites,
         "counts": counts,
         "summary": {
             "newest": newest,
-            "models": sum(1 for r in rows if r["newest"] != "absent"),
+            "models": sum(1 for r in heat.rows if r["newest"] != "absent"),
             "at_newest": counts[newest] if versions else {},
             "events": event_counts,
             "interface_changes": sum(1 for e in timeline if e["interface"]),
         },
-        "notable": notable,
+        "notable": _notable(timeline),
         "baseline": {
             "version": first.version if first else "",
             "members": _baseline(first, algorithm, pattern) if first else [],

@@ -10,7 +10,7 @@ with the palette below.
 from __future__ import annotations
 
 from collections import defaultdict
-from collections.abc import Iterable, Mapping
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from itertools import pairwise
 from typing import Any
@@ -145,61 +145,93 @@ def _strongest(statuses: Iterable[str]) -> str:
     return min(statuses, key=lambda s: STATUS_ORDER.get(s, 9))
 
 
+_Uses = dict[tuple[str, str], list[tuple[Requirement, Site]]]  # (role, member) -> sites
+
+
+@dataclass
+class _Paths:
+    """The union of an algorithm's call paths: worker entries, runner functions reached
+    without a recorded path, caller -> callee edges, and what each function touches."""
+
+    roots: set[str] = field(default_factory=set)
+    detached: set[str] = field(default_factory=set)
+    edges: dict[tuple[str, str], None] = field(default_factory=dict)  # ordered set
+    uses: dict[str, _Uses] = field(default_factory=lambda: defaultdict(dict))
+
+    def functions(self) -> set[str]:
+        return set(self.roots) | self.detached | {f for e in self.edges for f in e} | set(self.uses)
+
+
+def _paths(snap: Snapshot, algorithm: str) -> _Paths:
+    paths = _Paths()
+    for r in snap.interface.for_algorithm(algorithm):
+        for s in r.sites:
+            k = _site_key(s)
+            if s.call_path:
+                paths.roots.add(s.call_path[0])
+                for a, b in pairwise(s.call_path):
+                    paths.edges[(a, b)] = None
+            else:
+                # Runner code reached without a recorded path from the worker.
+                paths.detached.add(k)
+            paths.uses[k].setdefault((r.role, r.member), []).append((r, s))
+    return paths
+
+
+def _member_uses(uses: _Uses, link: Callable[[int], str]) -> list[MemberUse]:
+    """The members one function touches, target first, strongest status first."""
+    members = []
+    for (role, member), found in uses.items():
+        first = min(s.line for _, s in found)
+        members.append(
+            MemberUse(
+                role,
+                member,
+                "call" if any(r.kind == "call" for r, _ in found) else "attribute",
+                _strongest(s.status for _, s in found),
+                first,
+                link(first),
+            )
+        )
+    members.sort(key=lambda m: (m.role != "target", STATUS_ORDER.get(m.status, 9), m.member))
+    return members
+
+
+def _node_classes(k: str, paths: _Paths, members: Sequence[MemberUse]) -> list[str]:
+    classes = ["function"]
+    if k in paths.roots:
+        classes.append("root")
+    elif k in paths.detached:
+        classes.append("detached")
+    if any(m.role == "target" for m in members):
+        classes.append("target-site")
+    elif members:
+        classes.append("draft-site")
+    return classes
+
+
 def build_call_graph(snap: Snapshot, algorithm: str, link_pattern: str) -> CallGraphView:
     """From the call paths stored with each requirement site: no re-analysis needed."""
     view = CallGraphView(algorithm, snap.version)
     # A function's own sites give it a line to link to; others link to their file.
     lines: dict[str, int] = {}
-    paths: dict[str, str] = {}
+    files: dict[str, str] = {}
     for r in snap.interface.requirements:
         for s in r.sites:
             k = _site_key(s)
             lines[k] = min(lines.get(k, s.line), s.line)
-            paths[k.partition(":")[0]] = s.path
-    roots: set[str] = set()
-    detached: set[str] = set()
-    edges: dict[tuple[str, str], None] = {}
-    uses: dict[str, dict[tuple[str, str], list[tuple[Requirement, Site]]]] = defaultdict(dict)
-    for r in snap.interface.for_algorithm(algorithm):
-        for s in r.sites:
-            k = _site_key(s)
-            if s.call_path:
-                roots.add(s.call_path[0])
-                for a, b in pairwise(s.call_path):
-                    edges[(a, b)] = None
-            else:
-                # Runner code reached without a recorded path from the worker.
-                detached.add(k)
-            uses[k].setdefault((r.role, r.member), []).append((r, s))
-    functions = set(roots) | detached | {f for e in edges for f in e} | set(uses)
-    for k in sorted(functions):
+            files[k.partition(":")[0]] = s.path
+    paths = _paths(snap, algorithm)
+    for k in sorted(paths.functions()):
         module, _, qual = k.partition(":")
         scope, _, name = qual.rpartition(".")
-        members = []
-        for (role, member), found in uses.get(k, {}).items():
-            first = min(s.line for _, s in found)
-            members.append(
-                MemberUse(
-                    role,
-                    member,
-                    "call" if any(r.kind == "call" for r, _ in found) else "attribute",
-                    _strongest(s.status for _, s in found),
-                    first,
-                    source_link(
-                        link_pattern, snap.version, paths.get(module, path_of(module)), first
-                    ),
-                )
-            )
-        members.sort(key=lambda m: (m.role != "target", STATUS_ORDER.get(m.status, 9), m.member))
-        classes = ["function"]
-        if k in roots:
-            classes.append("root")
-        elif k in detached:
-            classes.append("detached")
-        if any(m.role == "target" for m in members):
-            classes.append("target-site")
-        elif members:
-            classes.append("draft-site")
+        path = files.get(module, path_of(module))
+
+        def link(line: int, path: str = path) -> str:
+            return source_link(link_pattern, snap.version, path, line)
+
+        members = _member_uses(paths.uses.get(k, {}), link)
+        classes = _node_classes(k, paths, members)
         title = k
         if "detached" in classes:
             title += "\n(runner code: no call path from the worker recorded)"
@@ -211,13 +243,11 @@ def build_call_graph(snap: Snapshot, algorithm: str, link_pattern: str) -> CallG
             name,
             _short_module(module),
             tuple(classes),
-            source_link(
-                link_pattern, snap.version, paths.get(module, path_of(module)), lines.get(k, 1)
-            ),
+            link(lines.get(k, 1)),
             title,
             tuple(members),
         )
-    view.edges = sorted(edges)
+    view.edges = sorted(paths.edges)
     return view
 
 
