@@ -20,6 +20,7 @@ from tracker.compare.matrix import build_matrix
 from tracker.compare.snapshot import Snapshot, load_file, shipped_dir
 from tracker.compare.workspace import shipped_versions
 from tracker.render import report as rpt
+from tracker.render.report import html as report_html
 from tracker.sources.versions import expand_range
 
 SVG = "{http://www.w3.org/2000/svg}"
@@ -264,7 +265,7 @@ def test_python_svg_is_valid_xml_with_highlighted_targets(view: rpt.CallGraphVie
 def test_render_svg_falls_back_without_dot(
     view: rpt.CallGraphView, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    monkeypatch.setattr(rpt.shutil, "which", lambda name: None)
+    monkeypatch.setattr(report_html.shutil, "which", lambda name: None)
     svg, engine, note = rpt.render_svg(view, "p", "dot")
     assert engine == "python" and "not installed" in note
     ET.fromstring(svg)
@@ -295,7 +296,7 @@ def fake_dot(tmp_path: Path) -> Iterator[Path]:
 def test_dot_output_is_trimmed_and_ids_made_unique(
     view: rpt.CallGraphView, fake_dot: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    monkeypatch.setattr(rpt.shutil, "which", lambda name: str(fake_dot))
+    monkeypatch.setattr(report_html.shutil, "which", lambda name: str(fake_dot))
     svg, engine, note = rpt.render_svg(view, "gX", "auto")
     assert (engine, note) == ("dot", "")
     assert svg.startswith('<svg class="callgraph" ')
@@ -310,7 +311,7 @@ def test_failing_dot_falls_back(
     broken = tmp_path / "dot"
     broken.write_text("#!/bin/sh\necho 'Error: syntax' >&2\nexit 3\n")
     broken.chmod(0o755)
-    monkeypatch.setattr(rpt.shutil, "which", lambda name: str(broken))
+    monkeypatch.setattr(report_html.shutil, "which", lambda name: str(broken))
     svg, engine, note = rpt.render_svg(view, "p", "auto")
     assert engine == "python" and "dot failed" in note and "syntax" in note
     ET.fromstring(svg)

@@ -1,0 +1,148 @@
+"""Writing the report: index.html, self-contained (CSS, JavaScript and the call graphs
+inline), and graphs/*.svg. Each graph is laid out by graphviz `dot` when installed, else
+by the built-in layout."""
+
+from __future__ import annotations
+
+import json
+import re
+import shutil
+import subprocess
+from collections.abc import Mapping
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from tracker.render.report.document import STATUSES, ReportOptions
+from tracker.render.report.dot import svg_dot
+from tracker.render.report.graph import CallGraphView
+from tracker.render.report.layout import svg_python
+
+LAYOUTS = ("auto", "dot", "python")
+# Class names in the page; "n/a" is not a valid CSS class name.
+STATUS_CLASS = {
+    "ok": "ok",
+    "broken": "broken",
+    "unknown": "unknown",
+    "n/a": "na",
+    "absent": "absent",
+}
+
+
+def render_svg(view: CallGraphView, prefix: str, layout: str) -> tuple[str, str, str]:
+    """(svg, engine used, note): `dot` when asked for or installed, else the Python layout
+    (also when dot fails: a report with a plainer graph beats no report)."""
+    dot = shutil.which("dot") if layout in ("auto", "dot") else None
+    if layout == "dot" and dot is None:
+        return svg_python(view, prefix), "python", "graphviz dot is not installed"
+    if dot is not None:
+        try:
+            return svg_dot(view, prefix, dot), "dot", ""
+        except (OSError, RuntimeError, subprocess.TimeoutExpired) as exc:
+            return svg_python(view, prefix), "python", f"dot failed: {exc}"
+    return svg_python(view, prefix), "python", ""
+
+
+@dataclass
+class WrittenReport:
+    index: Path
+    graphs: list[Path]
+    engines: set[str]
+    notes: list[str]
+    bytes: int
+
+
+def graph_file_name(algorithm: str, version: str) -> str:
+    return re.sub(r"[^A-Za-z0-9_.-]", "_", f"{algorithm}-{version}") + ".svg"
+
+
+def _script_json(data: Any) -> str:
+    """JSON safe inside <script type="application/json">: no `</script>` can close it."""
+    text = json.dumps(data, ensure_ascii=False, separators=(",", ":"), sort_keys=True)
+    return text.replace("<", "\\u003c").replace(">", "\\u003e").replace("&", "\\u0026")
+
+
+def render_html(
+    doc: Mapping[str, Any], options: ReportOptions | None = None
+) -> tuple[str, dict[str, str], set[str], list[str]]:
+    """(page, {file name: svg}, layout engines used, notes)."""
+    import jinja2
+    from markupsafe import Markup
+
+    options = options or ReportOptions()
+    loaders: list[jinja2.BaseLoader] = []
+    if options.template_dir is not None:
+        loaders.append(jinja2.FileSystemLoader(str(options.template_dir)))
+    loaders.append(jinja2.PackageLoader("tracker.render", "templates"))
+    env = jinja2.Environment(
+        loader=jinja2.ChoiceLoader(loaders),
+        undefined=jinja2.StrictUndefined,
+        autoescape=True,  # HTML: every value is escaped unless marked safe below
+        trim_blocks=True,
+        lstrip_blocks=True,
+    )
+    env.filters["status_class"] = lambda s: STATUS_CLASS.get(str(s), "absent")
+    svgs: dict[str, str] = {}
+    inline: dict[tuple[str, str], Markup] = {}
+    engines: set[str] = set()
+    notes: list[str] = []
+    for algo in doc["algorithms"]:
+        for i, g in enumerate(algo["graphs"]):
+            view = CallGraphView.from_document(g["graph"])
+            prefix = re.sub(r"[^A-Za-z0-9]", "", f"g{algo['name']}{i}")
+            svg, engine, note = render_svg(view, prefix, options.layout)
+            engines.add(engine)
+            if note and note not in notes:
+                notes.append(note)
+            svgs[graph_file_name(algo["name"], g["version"])] = svg
+            inline[(algo["name"], g["version"])] = Markup(svg)
+    assert env.loader is not None
+    css, _, _ = env.loader.get_source(env, "report/report.css")
+    js, _, _ = env.loader.get_source(env, "report/report.js")
+    data = {
+        a["name"]: {
+            "versions": a["versions"],
+            "details": a["details"],
+            "sites": a["sites"],
+            "workers": a["workers"],
+        }
+        for a in doc["algorithms"]
+    }
+    page = env.get_template("report/index.html.j2").render(
+        doc=doc,
+        svgs=inline,
+        graph_file=graph_file_name,
+        engines=sorted(engines),
+        css=Markup(css),
+        js=Markup(js),
+        data=Markup(_script_json(data)),
+        statuses=STATUSES,
+    )
+    return page, svgs, engines, notes
+
+
+def write_report(
+    doc: Mapping[str, Any], out_dir: Path, options: ReportOptions | None = None
+) -> WrittenReport:
+    """index.html (self-contained) and graphs/*.svg (the same graphs, to share alone)."""
+    from tracker.common.atomic import write_text_atomic
+
+    page, svgs, engines, notes = render_html(doc, options)
+    out_dir.mkdir(parents=True, exist_ok=True)
+    index = out_dir / "index.html"
+    write_text_atomic(index, page)
+    written = []
+    graph_dir = out_dir / "graphs"
+    if svgs:
+        graph_dir.mkdir(exist_ok=True)
+    for name, svg in sorted(svgs.items()):
+        target = graph_dir / name
+        write_text_atomic(target, svg + "\n")
+        written.append(target)
+    # Graphs of an earlier run with other versions would be stale next to this index.
+    if graph_dir.is_dir():
+        for old in graph_dir.glob("*.svg"):
+            if old.name not in svgs:
+                old.unlink()
+    size = index.stat().st_size + sum(p.stat().st_size for p in written)
+    return WrittenReport(index, written, engines, notes, size)
