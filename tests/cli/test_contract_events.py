@@ -161,7 +161,9 @@ def test_triage_of_the_unpack_error_explains_the_qwen3_5_capture_and_its_fix_rel
     assert (f"→ {QWEN35} breaks the aux-hidden-state contract EAGLE3 relies on at v0.5.11 (aux "
             "hidden states never captured): the decoder reads _is_layer_to_capture on "
             "model.layers[], which the setter never sets") in text
-    assert "  ✗ EAGLE3      broken · aux-hidden-state contract · fixed in v0.5.22\n" in text
+    # Broken since it arrived (members missing at v0.5.9 and v0.5.10, then the contract).
+    assert ("  ✗ EAGLE3      broken · aux-hidden-state contract · since v0.5.9, where the class "
+            "is new · fixed in v0.5.22\n") in text
     assert ("        models/qwen3_vl.py:1403  set_eagle3_layers_to_capture writes "
             "self.model.layers_to_capture\n") in text
     assert ("        models/qwen3_5.py:1114  Qwen3_5ForCausalLM.forward reads "

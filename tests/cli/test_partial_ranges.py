@@ -44,7 +44,8 @@ def test_the_matrix_text_says_since_before_the_range(repo: Path, cli_run: Tracke
     result = cli_run("matrix", "v1.1.0..v1.2.0", "--repo", str(repo), "--events-only")
     assert result.exit_code == 0, result.stderr
     lines = result.stdout.splitlines()
-    assert ("  v1.1.0  present   WrapperForConditionalGeneration (since before v1.1.0, "
+    # The event column is as wide as its longest entry, "present" here.
+    assert ("  v1.1.0  present WrapperForConditionalGeneration (since before v1.1.0, "
             "broken) · get_embed_and_head, set_eagle3_layers_to_capture") in lines
     assert "  (1 classes appeared supported)" in lines
     assert "  (1 classes supported since before v1.1.0)" in lines

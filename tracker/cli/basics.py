@@ -187,8 +187,7 @@ def diff(
     chosen = pick_algorithms(available, algorithms)
     warn_unknown_accepted(ws, available)
     result = compute(a.interface, a.compat, b.interface, b.compat, chosen)
-    doc = diff_document(result, describe_pair(ws, a, b, fmt))
-    doc["fix_options"] = ws.fix_options(nsrc, nversion)
+    doc = diff_document(result, describe_pair(ws, a, b, fmt), ws.fix_options(nsrc, nversion))
     flush_warnings(ws)
     emit(render("diff", fmt, doc, replace(render_options, show_all=show_all)))
     # Accepted breaks (tracker.toml) are shown above but fail nothing.

@@ -185,7 +185,9 @@ def change_doc(change: Change) -> dict[str, Any]:
     return out
 
 
-def diff_document(d: Diff, source: str) -> dict[str, Any]:
+def diff_document(d: Diff, source: str, fix_options: str = "") -> dict[str, Any]:
+    """`fix_options`: how the suggested `tracker fix` names the new version (default
+    `--at NEW`; a directory source names itself)."""
     changes = sorted(d.changes, key=rank)
     counts: dict[str, int] = {}
     for c in changes:
@@ -206,6 +208,7 @@ def diff_document(d: Diff, source: str) -> dict[str, Any]:
             for old, new in d.unchanged
         ],
         "counts": dict(sorted(counts.items())),
+        "fix_options": fix_options or f"--at {d.new_version}",
     }
 
 
