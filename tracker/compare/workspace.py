@@ -30,6 +30,7 @@ if TYPE_CHECKING:
     from tracker.analysis.compat import Compat
     from tracker.analysis.index import VersionIndex
     from tracker.analysis.interface import Interface
+    from tracker.analysis.reuse import ContentKey
     from tracker.compare.accepted import AcceptedBreaks
 
 log = logging.getLogger(__name__)
@@ -79,6 +80,8 @@ class Workspace:
     # out, after the analysis and before any report, never in what is cached.
     accepted: AcceptedBreaks | None = None
     _analyses: dict[tuple[int, str], SourceAnalysis] = field(default_factory=dict)
+    # The last few analyses by what they read (tracker.analysis.reuse), whatever the source.
+    _by_content: dict[ContentKey, tuple[Interface, Compat]] = field(default_factory=dict)
 
     def mark(self, compat: Compat) -> Compat:
         """`compat` with the accepted breaks marked (the same object when none are)."""
@@ -171,6 +174,7 @@ class Workspace:
         from tracker.analysis.compat import build_compat
         from tracker.analysis.interface import build_interface
         from tracker.analysis.loader import load_index
+        from tracker.analysis.reuse import content_key, relabel
 
         self.feedback.phase(f"reading {version} from {source.describe()}")
         tree = source.tree(version)
@@ -179,23 +183,26 @@ class Workspace:
             progress=self.feedback.progress(f"parsing {version}"),
             on_phase=self.feedback.phase,
         )
-        file_warnings = []
-        for facts in sorted(index.modules.values(), key=lambda f: f.path):
-            if facts.problem:
-                file_warnings.append(f"{version}: {facts.path}: {facts.problem}")
-            elif facts.error_lines:
-                file_warnings.append(
-                    f"{version}: {facts.path} has syntax errors at line(s) "
-                    + ", ".join(map(str, facts.error_lines[:5]))
-                    + "; analysed what tree-sitter recovered"
-                )
-        interface = build_interface(version, index)
-        # Kept with the interface, so a snapshot read from the cache says it again.
-        interface.warnings.extend(file_warnings)
+        file_warnings = _file_warnings(version, index)
+        content = content_key(index)
+        same = self._by_content.get(content)
+        if same is not None:
+            # The code it reads is byte-identical to an analysed version's (a commit that
+            # changes only files the analysis never loads): that answer, relabelled.
+            interface, compat = relabel(*same, version)
+        else:
+            interface = build_interface(version, index)
+            # Kept with the interface, so a snapshot read from the cache says it again.
+            interface.warnings.extend(file_warnings)
+            compat = build_compat(index, interface)
         for warning in file_warnings:
             self.feedback.warn(warning)
-        compat = build_compat(index, interface)
         analysis = SourceAnalysis(tree, index, interface, compat)
+        # Its own copy: callers may extend what they are handed.
+        self._by_content.pop(content, None)
+        if len(self._by_content) >= 8:
+            del self._by_content[next(iter(self._by_content))]
+        self._by_content[content] = relabel(interface, compat, version)
         # Keep the last few: a command asks for one or two versions again (check, then
         # fix); a range of forty must not hold forty indexes in memory.
         if len(self._analyses) >= 2:
@@ -320,6 +327,21 @@ class Workspace:
             for error in pool.map(_build_snapshot, jobs):
                 if error:
                     raise TrackerError(error)
+
+
+def _file_warnings(version: str, index: VersionIndex) -> list[str]:
+    """The version's files that could not be read, or only in part."""
+    out = []
+    for facts in sorted(index.modules.values(), key=lambda f: f.path):
+        if facts.problem:
+            out.append(f"{version}: {facts.path}: {facts.problem}")
+        elif facts.error_lines:
+            out.append(
+                f"{version}: {facts.path} has syntax errors at line(s) "
+                + ", ".join(map(str, facts.error_lines[:5]))
+                + "; analysed what tree-sitter recovered"
+            )
+    return out
 
 
 def _build_snapshot(job: tuple[str, str, str, bool]) -> str:

@@ -1,0 +1,85 @@
+"""Analysing versions one after another in one workspace (reusing what an earlier version's
+byte-identical code gave) yields exactly the snapshots a fresh analysis of each gives."""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from pathlib import Path
+
+import pytest
+
+from bench.build_replay_repo import ReplayHistory
+from tracker.analysis import interface
+from tracker.analysis.index import VersionIndex
+from tracker.compare.snapshot import to_json
+from tracker.compare.workspace import Workspace
+from tracker.sources import open_source
+from tracker.sources.base import Source
+from tracker.sources.pypi import PypiSource
+
+pytestmark = pytest.mark.realdata
+
+OLD, NEW = "v0.5.8", "v0.5.9"
+KIMI_MODULE = "python/sglang/srt/models/kimi_k25.py"
+EAGLE_WORKER = "python/sglang/srt/speculative/eagle_worker.py"
+
+
+def _in_sequence(source: Source, versions: list[str]) -> list[str]:
+    workspace = Workspace(source, use_shipped=False, use_cache=False)
+    return [to_json(workspace.snapshot_of(source, v)) for v in versions]
+
+
+def _each_afresh(source: Source, versions: list[str]) -> list[str]:
+    return [
+        to_json(Workspace(source, use_shipped=False, use_cache=False).snapshot_of(source, v))
+        for v in versions
+    ]
+
+
+def _sampled_commits(history: ReplayHistory) -> list[str]:
+    """Runs of adjacent commits around the ones that add kimi_k25.py and change
+    eagle_worker.py (files the analysis reads) and into `layers/` (files it does not), and
+    a stride through the rest, in history order."""
+    numbers = {0, len(history.commits) - 1}
+    for path in (KIMI_MODULE, EAGLE_WORKER):
+        at = history.changing(path).number
+        numbers |= set(range(at - 3, at + 3))
+    layers = next(c.number for c in history.commits if "/srt/layers/" in c.file.path)
+    numbers |= set(range(layers - 1, layers + 4))
+    numbers |= set(range(0, len(history.commits), 97))
+    by_number = {c.number: c.commit for c in history.commits}
+    return [OLD] + [by_number[n] for n in sorted(numbers) if n in by_number] + [NEW]
+
+
+def test_replayed_commits_analysed_in_sequence_give_the_snapshots_of_a_full_analysis(
+    replayed_history: Callable[[str, str], ReplayHistory],
+    use_real_cache: Path,
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    history = replayed_history(OLD, NEW)
+    source = open_source(f"git:{history.repo}", None, Path.cwd())
+    commits = _sampled_commits(history)
+    built: list[str] = []
+    build = interface.build_interface
+
+    def counted(version: str, index: VersionIndex) -> interface.Interface:
+        built.append(version)
+        return build(version, index)
+
+    monkeypatch.setattr(interface, "build_interface", counted)
+    incremental = _in_sequence(source, commits)
+    monkeypatch.setattr(interface, "build_interface", build)
+    # Both kinds of step were taken: reused (a commit changing a file the analysis does not
+    # read) and analysed again (kimi_k25.py, eagle_worker.py).
+    assert OLD in built and history.changing(KIMI_MODULE).commit in built
+    assert history.changing(EAGLE_WORKER).commit in built
+    assert 2 < len(built) <= len(commits) - 3
+    assert incremental == _each_afresh(source, commits)
+
+
+def test_releases_analysed_in_sequence_give_the_snapshots_of_a_full_analysis(
+    real_pypi: PypiSource, use_real_cache: Path
+) -> None:
+    releases = ["v0.5.7", "v0.5.8", "v0.5.9", "v0.5.10"]
+    incremental = _in_sequence(real_pypi, releases)
+    assert incremental == _each_afresh(real_pypi, releases)
