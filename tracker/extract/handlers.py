@@ -424,74 +424,54 @@ def _effect_rows(ex: Extraction, matches: Matches) -> list[_EffectRow]:
         if "write.site" in caps:
             target = caps["write.target"][0]
             written.add((target.start_byte, target.end_byte))
-            rows.append(
-                (
-                    ex.site(caps["write.site"][0]),
-                    "write",
-                    short_text(target),
-                    line_of(target),
-                    short_text(caps["write.value"][0]),
-                    (),
-                )
-            )
-        elif "unpack.site" in caps:
-            targets = caps["unpack.targets"][0]
-            names = ",".join(short_text(t) for t in targets.named_children if t.type != "comment")
-            rows.append(
-                (
-                    ex.site(caps["unpack.site"][0]),
-                    "unpack",
-                    names,
-                    line_of(targets),
-                    short_text(caps["unpack.value"][0]),
-                    (),
-                )
-            )
-        elif "loop.site" in caps:
-            site = caps["loop.site"][0]
-            rows.append(
-                (
-                    ex.site(site),
-                    "loop",
-                    short_text(caps["loop.target"][0]),
-                    line_of(site),
-                    short_text(caps["loop.iter"][0]),
-                    (),
-                )
-            )
-        elif "local.site" in caps:
-            site = caps["local.site"][0]
-            rows.append(
-                (
-                    ex.site(site),
-                    "local",
-                    node_text(caps["local.name"][0]),
-                    line_of(site),
-                    short_text(caps["local.value"][0]),
-                    (),
-                )
-            )
-        elif "read.site" in caps:
+        if "read.site" in caps:
             reads.append(caps["read.site"][0])
-        elif "call.site" in caps:
+            continue
+        if "call.site" in caps:
             site = caps["call.site"][0]
             if (site.start_byte, site.end_byte) in seen_calls:
                 continue
             seen_calls.add((site.start_byte, site.end_byte))
-            rows.append(
-                (
-                    ex.site(site),
-                    "call",
-                    short_text(caps["call.function"][0]),
-                    line_of(site),
-                    "",
-                    _argument_texts(caps["call.arguments"][0]),
-                )
-            )
+        row = _effect_row(ex, caps)
+        if row is not None:
+            rows.append(row)
     for node in reads:
         if (node.start_byte, node.end_byte) not in written:
             rows.append((ex.site(node), "read", short_text(node), line_of(node), "", ()))
     return rows
+
+
+def _effect_row(ex: Extraction, caps: Captures) -> _EffectRow | None:
+    """The row of one write, unpack, loop, local or call match."""
+    if "write.site" in caps:
+        target = caps["write.target"][0]
+        site, kind, text, line = caps["write.site"][0], "write", short_text(target), line_of(target)
+        value = short_text(caps["write.value"][0])
+    elif "unpack.site" in caps:
+        targets = caps["unpack.targets"][0]
+        text = ",".join(short_text(t) for t in targets.named_children if t.type != "comment")
+        site, kind, line = caps["unpack.site"][0], "unpack", line_of(targets)
+        value = short_text(caps["unpack.value"][0])
+    elif "loop.site" in caps:
+        site, kind, text = caps["loop.site"][0], "loop", short_text(caps["loop.target"][0])
+        line, value = line_of(site), short_text(caps["loop.iter"][0])
+    elif "local.site" in caps:
+        site, kind, text = caps["local.site"][0], "local", node_text(caps["local.name"][0])
+        line, value = line_of(site), short_text(caps["local.value"][0])
+    elif "call.site" in caps:
+        site = caps["call.site"][0]
+        args = _argument_texts(caps["call.arguments"][0])
+        return (
+            ex.site(site),
+            "call",
+            short_text(caps["call.function"][0]),
+            line_of(site),
+            "",
+            args,
+        )
+    else:
+        return None
+    return (ex.site(site), kind, text, line, value, ())
 
 
 # ------------------------------------------------------------------------ returns, imports
