@@ -2,6 +2,7 @@
 ; local aliases (`target_model = self.target_worker.model_runner.model`).
 ; Consumed by tracker.parse for Assign facts: provision (instance attributes, inner models),
 ; entry-class registries, alias tracking and flag discovery.
+; pass: full
 (assignment
   left: (_) @assign.target
   right: (_) @assign.value) @assign.site

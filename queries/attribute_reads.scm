@@ -2,6 +2,7 @@
 ; other objects) and constant-key subscripts `receiver["key"]`.
 ; Consumed by tracker.parse for Read facts: target members read as attributes,
 ; forward-output fields (`logits_output.hidden_states`), config keys (`eagle_config["..."]`).
+; pass: full
 ((attribute
   object: (_) @read.receiver
   attribute: (identifier) @read.member) @read.site

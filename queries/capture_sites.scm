@@ -6,6 +6,7 @@
 ; and calls handing `self.<x>` or an aux list to a helper.
 ; Consumed by tracker.parse for Effect facts (model files are read for definitions only,
 ; so this narrow query is all of a forward pass the analysis sees); tracker.contract.
+; pass: definitions
 (assignment
   left: (attribute) @write.target
   right: (_) @write.value) @write.site

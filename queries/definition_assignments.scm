@@ -2,6 +2,7 @@
 ; anywhere in a method, class attributes, and module-level names (`EntryClass = [...]`).
 ; Consumed by tracker.parse for definition-only facts (model files), in place of
 ; assignments.scm, which also captures every local variable of every forward pass.
+; pass: definitions
 (assignment
   left: (attribute
     object: (identifier) @assign.owner

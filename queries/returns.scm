@@ -1,4 +1,5 @@
 ; Return values. Consumed by tracker.parse for Return facts: the bodies of the
 ; `SpeculativeAlgorithm.is_*()` predicates and the classes a worker factory returns.
+; pass: full, definitions
 (return_statement
   (_) @return.value) @return.site

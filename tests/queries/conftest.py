@@ -12,7 +12,8 @@ from textwrap import dedent
 
 import pytest
 
-from tracker.extract.parse import compiled_query, run_query
+from tracker.extract.parse import run_query
+from tracker.extract.queries import compiled_query
 
 # (capture name, captured text, 1-based line of the capture's first byte)
 Capture = tuple[str, str, int]
