@@ -30,6 +30,7 @@ from tracker.analysis.drafts import DraftModels
 from tracker.analysis.externals import INVENTORY
 from tracker.analysis.interface import FieldUse, Interface, Requirement, Site
 from tracker.common.atomic import write_text_atomic
+from tracker.common.errors import TrackerError
 from tracker.common.resources import data_file
 from tracker.extract.facts import FACTS_FORMAT
 from tracker.sources.base import SRT_PREFIX, SourceIdentity
@@ -57,6 +58,31 @@ class Snapshot:
     compat: Compat
     # Where this copy came from ("shipped", "cache", "built"); not part of the file.
     origin: str = "built"
+
+
+def algorithms_of(*snapshots: Snapshot) -> tuple[str, ...]:
+    """Every algorithm any of the snapshots has, in first-seen enum order."""
+    return tuple(dict.fromkeys(a for s in snapshots for a in s.interface.algorithms))
+
+
+def pick_algorithms(
+    available: tuple[str, ...], wanted: tuple[str, ...], *, skip_unknown: bool = False
+) -> tuple[str, ...]:
+    """The algorithms asked for (`-a`, in any case), or all of `available` when none is.
+    A name the versions lack is an error naming those they have; with `skip_unknown` (a
+    watch over many releases, some older than the algorithm) it is left out instead."""
+    if not wanted:
+        return available
+    upper = tuple(a.upper() for a in wanted)
+    if skip_unknown:
+        return tuple(a for a in upper if a in available)
+    unknown = [a for a in upper if a not in available]
+    if unknown:
+        raise TrackerError(
+            f"unknown algorithm {', '.join(unknown)}; this version has "
+            f"{', '.join(available) or 'none'}"
+        )
+    return upper
 
 
 # The modules whose logic decides what a snapshot says: every module of the analysis
