@@ -13,13 +13,19 @@ class is checked as the draft model of an algorithm that loads such classes as d
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
 
 from tracker.analysis.compat import EntryClass, ModelCheck, natural_role
 from tracker.compare.snapshot import Snapshot
 
 CHECKED = ("ok", "broken", "unknown")
+
+
+def status_counts(statuses: Iterable[str], kinds: Sequence[str] = CHECKED) -> dict[str, int]:
+    """How many of `statuses` are each of `kinds`, in the order of `kinds`."""
+    seen = list(statuses)
+    return {kind: seen.count(kind) for kind in kinds}
 
 
 def row_label(model: str, kind: str, role: str) -> str:
@@ -64,6 +70,10 @@ class Matrix:
     @property
     def models(self) -> list[str]:
         return sorted(self.cells)
+
+    def counts(self, version: str, kinds: Sequence[str] = CHECKED) -> dict[str, int]:
+        """How many rows have each status of `kinds` at `version`."""
+        return status_counts((row[version] for row in self.cells.values()), kinds)
 
 
 def build_matrix(

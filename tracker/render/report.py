@@ -796,10 +796,7 @@ def _algorithm_doc(
     graphs = [
         {"version": v, "reasons": why, "graph": views[v].document()} for v, why in chosen.items()
     ]
-    counts = {
-        v: {s: sum(1 for model in m.models if m.cells[model][v] == s) for s in STATUSES}
-        for v in versions
-    }
+    counts = {v: m.counts(v, STATUSES) for v in versions}
     newest = versions[-1]
     event_counts = {k: sum(1 for e in m.events if e.kind == k) for k in ("broke", "fixed")}
     notable = [
