@@ -27,8 +27,7 @@ AVAILABLE = ("EAGLE", "EAGLE3", "STANDALONE")
 def snapshot(version: str) -> Snapshot:
     built = build(version=version)
     identity = SourceIdentity("git", "/repo", version, "r")
-    return Snapshot(version, identity, "d", Builder("t", "q", "r"), built.interface,
-                    built.compat)
+    return Snapshot(version, identity, "d", Builder("t", "q", "r"), built.interface, built.compat)
 
 
 def test_no_algorithm_asked_for_picks_every_one_the_versions_have() -> None:
@@ -40,8 +39,11 @@ def test_algorithms_are_picked_in_any_case_in_the_order_asked() -> None:
 
 
 def test_an_unknown_algorithm_is_an_error_naming_those_the_versions_have() -> None:
-    with pytest.raises(TrackerError, match=r"^unknown algorithm EAGLE4; this version has "
-                       r"EAGLE, EAGLE3, STANDALONE$"):
+    with pytest.raises(
+        TrackerError,
+        match=r"^unknown algorithm EAGLE4; this version has "
+        r"EAGLE, EAGLE3, STANDALONE$",
+    ):
         pick_algorithms(AVAILABLE, ("EAGLE3", "eagle4"))
 
 
