@@ -177,3 +177,30 @@ def test_a_new_class_lacking_what_its_inner_model_has_fails_new_breaks(
     assert result.returncode == 1, result.stderr
     assert ("model wrappers · 1 new break (0 regressions, 1 new class), 0 fixed, "
             "0 new supported, 0 new unsupported, 0 removed") in result.stdout
+
+
+def test_a_damaged_role_rules_file_is_one_line_naming_the_file_and_entry(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from sgl_trees import write_tree
+
+    from tests.cli.conftest import run_tracker
+    from tracker.analysis import roles
+    from tracker.common.resources import queries_dir
+
+    shipped = (queries_dir() / "roles.toml").read_text(encoding="utf-8")
+    damaged = tmp_path / "queries"
+    damaged.mkdir()
+    (damaged / "roles.toml").write_text(
+        shipped.replace('role = "draft"', 'role = "drafts"', 1), encoding="utf-8")
+    monkeypatch.setattr(roles, "queries_dir", lambda: damaged)
+    roles.load_rules.cache_clear()
+    try:
+        root = write_tree(tmp_path / "sglang")
+        result = run_tracker("interface", "local", "--source", f"dir:{root}", "-q")
+    finally:
+        roles.load_rules.cache_clear()
+    assert result.exit_code == 2
+    assert result.stderr == (
+        "tracker: error: roles.toml: [[receiver]] #3 (self.draft_model_runner.model): "
+        "role 'drafts' is not one of target, draft, runner\n")

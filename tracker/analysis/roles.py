@@ -129,40 +129,37 @@ def load_rules() -> RoleRules:
 
 
 def rules_from_text(raw: bytes, where: str = "roles.toml") -> RoleRules:
-    """The rules from the text of a roles.toml; a malformed kind or draft rule is a
-    TrackerError that names the file and the entry."""
+    """The rules from the text of a roles.toml; an unknown key, a value of the wrong type,
+    a bad pattern or enum value is a TrackerError that names the file and the entry."""
     try:
         data = tomllib.loads(raw.decode("utf-8"))
     except (UnicodeDecodeError, tomllib.TOMLDecodeError) as exc:
         raise TrackerError(f"{where}: {exc}") from exc
-    receivers = tuple(
-        ReceiverRule(
-            pattern=r["pattern"],
-            role=r["role"],
-            modules=tuple(r.get("modules", ["sglang.srt.speculative.*"])),
-            classes=tuple(r.get("classes", [])),
-            scope=r.get("scope", "worker"),
-            regex=_compile(r["pattern"]),
+    unknown = sorted(set(data) - set(_SECTIONS))
+    if unknown:
+        raise TrackerError(
+            f"{where}: unknown section {unknown[0]!r} (known: {', '.join(_SECTIONS)})"
         )
-        for r in data.get("receiver", [])
-    )
-    flags = {
-        f["name"]: {role: bool(f[role]) for role in ("target", "draft") if role in f}
-        for f in data.get("role_flag", [])
-    }
+    for name, is_array in _SECTIONS.items():
+        if name in data and isinstance(data[name], list) != is_array:
+            form = f"[[{name}]] entries" if is_array else f"one [{name}] table"
+            raise TrackerError(f"{where}: {name} must be {form}")
+    output = _receivers_table(data.get("output"), f"{where}: [output]")
+    config = _receivers_table(data.get("config"), f"{where}: [config]")
+    algorithms = _algorithms(data.get("algorithms"), f"{where}: [algorithms]")
     return RoleRules(
-        receivers=receivers,
-        role_flags=flags,
-        output_receivers=tuple(_compile(p) for p in data["output"]["receivers"]),
-        config_receivers=tuple(_compile(p) for p in data["config"]["receivers"]),
-        algorithm_enum=data["algorithms"]["enum"],
-        worker_packages=tuple(data["algorithms"]["worker_packages"]),
+        receivers=_receivers(data.get("receiver", []), where),
+        role_flags=_role_flags(data.get("role_flag", []), where),
+        output_receivers=output,
+        config_receivers=config,
+        algorithm_enum=str(algorithms["enum"]),
+        worker_packages=tuple(algorithms["worker_packages"]),
         model_kinds=_model_kinds(data.get("model_kind", []), where),
         source_hash=hashlib.sha256(raw).hexdigest()[:16],
-        registry_calls=tuple(data["algorithms"].get("registry_calls", ())),
-        registry_flags_keyword=data["algorithms"].get("registry_flags_keyword", "flags"),
-        registry_worker_keyword=data["algorithms"].get("registry_worker_keyword", "worker_cls"),
-        flag_method=data["algorithms"].get("flag_method", "_has_flag"),
+        registry_calls=tuple(algorithms.get("registry_calls", ())),
+        registry_flags_keyword=algorithms.get("registry_flags_keyword", "flags"),
+        registry_worker_keyword=algorithms.get("registry_worker_keyword", "worker_cls"),
+        flag_method=algorithms.get("flag_method", "_has_flag"),
         kind_markers=_kind_markers(data.get("kind_marker", []), where),
         draft_models=_draft_models(data.get("draft_models", {}), where),
     )
@@ -173,8 +170,9 @@ def rules_from_text(raw: bytes, where: str = "roles.toml") -> RoleRules:
 _IDENTIFIER = re.compile(r"[A-Za-z_][A-Za-z0-9_]*")
 
 
-def _entry(raw: object, where: str, allowed: dict[str, type], required: tuple[str, ...]
-           ) -> dict[str, Any]:
+def _entry(
+    raw: object, where: str, allowed: dict[str, type], required: tuple[str, ...]
+) -> dict[str, Any]:
     """One table of the file, its keys and value types checked."""
     if not isinstance(raw, dict):
         raise TrackerError(f"{where}: expected a table")
@@ -196,6 +194,129 @@ def _entry(raw: object, where: str, allowed: dict[str, type], required: tuple[st
     return raw
 
 
+# Every section of the file; True: an array of tables (`[[receiver]]`).
+_SECTIONS = {
+    "receiver": True,
+    "role_flag": True,
+    "output": False,
+    "config": False,
+    "algorithms": False,
+    "model_kind": True,
+    "kind_marker": True,
+    "draft_models": False,
+}
+RECEIVER_ROLES = ("target", "draft", "runner")
+RECEIVER_SCOPES = ("worker", "runner")
+FLAG_ROLES = ("target", "draft")
+# A receiver pattern: dotted names, each maybe indexed or called (`runners[*]`, `f(*)`),
+# or `*` for any one name.
+_RECEIVER = re.compile(
+    r"(\*|[A-Za-z_]\w*)(\[[^.\]]*\]|\([^.)]*\))*"
+    r"(\.(\*|[A-Za-z_]\w*)(\[[^.\]]*\]|\([^.)]*\))*)*"
+)
+_MODULE_GLOB = re.compile(r"[A-Za-z_*?\[][\w.*?\[\]!]*")
+
+
+def _one_of(value: str, allowed: tuple[str, ...], name: str, at: str) -> str:
+    if value not in allowed:
+        raise TrackerError(f"{at}: {name} {value!r} is not one of {', '.join(allowed)}")
+    return value
+
+
+def _receiver_pattern(pattern: str, at: str) -> str:
+    if not _RECEIVER.fullmatch(pattern):
+        raise TrackerError(f"{at}: bad receiver pattern {pattern!r} (dotted names, `*` for one)")
+    return pattern
+
+
+def _names(values: list[str], what: str, shape: re.Pattern[str], at: str) -> tuple[str, ...]:
+    bad = [v for v in values if not shape.fullmatch(v)]
+    if not values or bad:
+        raise TrackerError(f"{at}: {what} (got {bad or values})")
+    return tuple(values)
+
+
+def _receivers(raw: list[Any], where: str) -> tuple[ReceiverRule, ...]:
+    out = []
+    for n, item in enumerate(raw, 1):
+        at = f"{where}: [[receiver]] #{n}"
+        entry = _entry(
+            item,
+            at,
+            {"pattern": str, "role": str, "modules": list, "classes": list, "scope": str},
+            ("pattern", "role"),
+        )
+        pattern = _receiver_pattern(str(entry["pattern"]), at)
+        at = f"{at} ({pattern})"
+        modules = entry.get("modules", ["sglang.srt.speculative.*"])
+        classes = entry.get("classes")
+        out.append(
+            ReceiverRule(
+                pattern=pattern,
+                role=_one_of(str(entry["role"]), RECEIVER_ROLES, "role", at),
+                modules=_names(modules, "modules must list module globs", _MODULE_GLOB, at),
+                classes=()
+                if classes is None
+                else _names(classes, "classes must list class names", _IDENTIFIER, at),
+                scope=_one_of(str(entry.get("scope", "worker")), RECEIVER_SCOPES, "scope", at),
+                regex=_compile(pattern),
+            )
+        )
+    return tuple(out)
+
+
+def _role_flags(raw: list[Any], where: str) -> dict[str, dict[str, bool]]:
+    flags: dict[str, dict[str, bool]] = {}
+    for n, item in enumerate(raw, 1):
+        at = f"{where}: [[role_flag]] #{n}"
+        entry = _entry(item, at, {"name": str, "target": bool, "draft": bool}, ("name",))
+        name = str(entry["name"])
+        if not _IDENTIFIER.fullmatch(name):
+            raise TrackerError(f"{at}: name {name!r} is not an attribute name")
+        values = {role: bool(entry[role]) for role in FLAG_ROLES if role in entry}
+        if not values:
+            raise TrackerError(f"{at}: gives no value for {' or '.join(FLAG_ROLES)}")
+        if name in flags:
+            raise TrackerError(f"{at}: {name} is already declared")
+        flags[name] = values
+    return flags
+
+
+def _receivers_table(raw: object, at: str) -> tuple[re.Pattern[str], ...]:
+    if raw is None:
+        raise TrackerError(f"{at} is missing")
+    entry = _entry(raw, at, {"receivers": list}, ("receivers",))
+    patterns = [_receiver_pattern(str(p), at) for p in entry["receivers"]]
+    if not patterns:
+        raise TrackerError(f"{at}: receivers must list at least one pattern")
+    return tuple(_compile(p) for p in patterns)
+
+
+def _algorithms(raw: object, at: str) -> dict[str, Any]:
+    if raw is None:
+        raise TrackerError(f"{at} is missing")
+    entry = _entry(
+        raw,
+        at,
+        {
+            "enum": str,
+            "worker_packages": list,
+            "registry_calls": list,
+            "registry_flags_keyword": str,
+            "registry_worker_keyword": str,
+            "flag_method": str,
+        },
+        ("enum", "worker_packages"),
+    )
+    for key in ("enum", "registry_flags_keyword", "registry_worker_keyword", "flag_method"):
+        if key in entry and not _IDENTIFIER.fullmatch(entry[key]):
+            raise TrackerError(f"{at}: {key} {entry[key]!r} is not a name")
+    _names(entry["worker_packages"], "worker_packages must list packages", _MODULE_GLOB, at)
+    if entry.get("registry_calls"):
+        _names(entry["registry_calls"], "registry_calls must list names", _IDENTIFIER, at)
+    return entry
+
+
 def _regex(pattern: str, where: str) -> re.Pattern[str]:
     try:
         return re.compile(pattern)
@@ -209,8 +330,9 @@ def _model_kinds(
     out = []
     for n, item in enumerate(raw, 1):
         at = f"{where}: [[model_kind]] #{n}"
-        entry = _entry(item, at, {"kind": str, "pattern": str, "algorithms": list},
-                       ("kind", "pattern"))
+        entry = _entry(
+            item, at, {"kind": str, "pattern": str, "algorithms": list}, ("kind", "pattern")
+        )
         kind = str(entry["kind"])
         if kind not in MODEL_KINDS:
             raise TrackerError(f"{at}: kind {kind!r} is not one of {', '.join(MODEL_KINDS)}")
@@ -254,16 +376,12 @@ def _draft_models(raw: object, where: str) -> DraftModelRules:
     )
     defaults = DraftModelRules()
     return DraftModelRules(
-        draft_worker_keyword=str(
-            entry.get("draft_worker_keyword", defaults.draft_worker_keyword)
-        ),
+        draft_worker_keyword=str(entry.get("draft_worker_keyword", defaults.draft_worker_keyword)),
         fallback_keyword=str(entry.get("fallback_keyword", defaults.fallback_keyword)),
         fallback_value=_regex(
             str(entry.get("fallback_value", defaults.fallback_value.pattern)), at
         ),
-        draft_path_attribute=str(
-            entry.get("draft_path_attribute", defaults.draft_path_attribute)
-        ),
+        draft_path_attribute=str(entry.get("draft_path_attribute", defaults.draft_path_attribute)),
         refusal_calls=_regex(str(entry.get("refusal_calls", defaults.refusal_calls.pattern)), at),
         any_generative=tuple(str(a) for a in entry.get("any_generative", [])),
     )

@@ -122,7 +122,6 @@ for _module in (basics, models, release, report):
     _module.register(cli)
 
 
-
 def main(argv: list[str] | None = None) -> None:
     """Entry point: runs the group and maps failures to exit codes and one-line errors."""
     debug = bool(os.environ.get("TRACKER_DEBUG"))
@@ -137,6 +136,9 @@ def main(argv: list[str] | None = None) -> None:
     package_log.addHandler(handler)
     package_log.setLevel(logging.WARNING)
     package_log.propagate = False
+    # A failed check (exit 1) and the tool's own errors (exit 2) are mapped by
+    # TrackerGroup.invoke, for every way of invoking the group; below is what
+    # reaches past it.
     try:
         code = cli.main(args=argv, prog_name="tracker", standalone_mode=False)
     except click.exceptions.Abort:
@@ -145,13 +147,6 @@ def main(argv: list[str] | None = None) -> None:
     except click.ClickException as exc:
         exc.show()
         sys.exit(2)
-    except Failed:
-        sys.exit(1)
-    except TrackerError as exc:
-        if debug:
-            raise
-        click.echo(f"tracker: error: {exc}", err=True)
-        sys.exit(exc.exit_code)
     except KeyboardInterrupt:
         click.echo("tracker: interrupted", err=True)
         sys.exit(130)

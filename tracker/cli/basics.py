@@ -18,7 +18,6 @@ from tracker.cli.options import (
     emit,
     flush_warnings,
     format_option,
-    pick_algorithms,
     rendering_options,
     reverse_option,
     source_options,
@@ -114,6 +113,7 @@ def interface(
     render_options: RenderOptions,
 ) -> None:
     """What each algorithm requires of the target and draft models at VERSION."""
+    from tracker.compare.snapshot import pick_algorithms
     from tracker.render.documents import interface_document, render
 
     snap = ws.snapshot(version)
@@ -178,12 +178,13 @@ def diff(
     """What changed between OLD and NEW: interface members, output fields, and which
     model wrappers broke or were fixed."""
     from tracker.compare.diff import diff as compute
+    from tracker.compare.snapshot import algorithms_of, pick_algorithms
     from tracker.render.documents import diff_document, render
 
     (osrc, oversion), (nsrc, nversion) = ws.resolve(old), ws.resolve(new)
     check_order(oversion, nversion, reverse)
     a, b = ws.snapshot_of(osrc, oversion), ws.snapshot_of(nsrc, nversion)
-    available = tuple(dict.fromkeys(a.interface.algorithms + b.interface.algorithms))
+    available = algorithms_of(a, b)
     chosen = pick_algorithms(available, algorithms)
     warn_unknown_accepted(ws, available)
     result = compute(a.interface, a.compat, b.interface, b.compat, chosen)

@@ -9,14 +9,13 @@ from typing import TYPE_CHECKING, Any
 import click
 
 from tracker.cli.options import (
-    ALGORITHM_HELP,
     Failed,
+    algorithm_option,
     algorithms_option,
     config_option,
     emit,
     flush_warnings,
     format_option,
-    pick_algorithms,
     rendering_options,
     source_options,
     suggest,
@@ -107,6 +106,7 @@ def check(
     or `all` shows those rows); a draft class as the draft of its algorithms. `--role`
     checks the named classes in one role, whatever their kind."""
     from tracker.analysis.compat import build_compat
+    from tracker.compare.snapshot import pick_algorithms
     from tracker.render.documents import check_document, render
     from tracker.render.sarif import check_sarif
 
@@ -232,9 +232,7 @@ def _required_sites(itf: Any, algorithms: tuple[str, ...]) -> dict[str, Any]:
 
 @click.command()
 @click.argument("range_spec", metavar="RANGE")
-@click.option(
-    "-a", "--algorithm", "algorithm", default="EAGLE3", show_default=True, help=ALGORITHM_HELP
-)
+@algorithm_option()
 @click.option(
     "--kind",
     type=KIND_CHOICE,
@@ -295,6 +293,7 @@ def history(
 ) -> None:
     """One model's events across releases (default: every release the source has)."""
     from tracker.compare.matrix import build_matrix
+    from tracker.compare.snapshot import algorithms_of, pick_algorithms
     from tracker.render.documents import accepted_rows, history_document, render
 
     spec = range_spec or _full_range(ws)
@@ -303,7 +302,7 @@ def history(
     if model not in present:
         hint = suggest(model, sorted(present))
         raise TrackerError(f"no version in {spec} registers {model}{hint}")
-    names = tuple(dict.fromkeys(a for s in snaps for a in s.interface.algorithms))
+    names = algorithms_of(*snaps)
     chosen = pick_algorithms(names, algorithms)
     kinds = (present[model],)
     before, starts = _release_before(ws, snaps[0].version)
@@ -346,9 +345,7 @@ def _full_range(ws: Any) -> str:
 @click.command()
 @click.argument("model")
 @click.option("--at", "version", required=True, help="The version to patch.")
-@click.option(
-    "-a", "--algorithm", "algorithm", default="EAGLE3", show_default=True, help=ALGORITHM_HELP
-)
+@algorithm_option()
 @click.option(
     "--requirements",
     "requirements_spec",
@@ -373,6 +370,7 @@ def fix(
     """A unified diff that adds to MODEL the members its inner model provides and the
     algorithm requires (apply with `git apply` or `patch -p1`)."""
     from tracker.analysis.compat import build_compat, class_key_for
+    from tracker.compare.snapshot import pick_algorithms
     from tracker.release.fixpatch import build_patch
 
     src, resolved = ws.resolve(version)
@@ -416,9 +414,7 @@ def fix(
 @click.command()
 @click.argument("name", metavar="MEMBER|CLASS")
 @click.option("--at", "version", required=True, help="The version to explain.")
-@click.option(
-    "-a", "--algorithm", "algorithm", default="EAGLE3", show_default=True, help=ALGORITHM_HELP
-)
+@algorithm_option()
 @click.option("--role", type=click.Choice(["target", "draft"]), default=None)
 @click.option(
     "-m", "--model", "model", help="Also how this entry class provides it, and its contract."
@@ -437,6 +433,7 @@ def why(
     """Why ALGORITHM needs MEMBER at VERSION: each site, its condition, and the call path
     from the algorithm's worker to it. Given an entry CLASS instead (or -m CLASS): how it
     provides each member, and whether it keeps EAGLE3's aux-hidden-state contract."""
+    from tracker.compare.snapshot import pick_algorithms
     from tracker.render.documents import check_doc, document_json, requirement_doc
 
     snap = ws.snapshot(version)

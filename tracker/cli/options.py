@@ -31,6 +31,16 @@ def algorithms_option(func: F) -> F:
     )
 
 
+def algorithm_option(default: str | None = "EAGLE3") -> Callable[[F], F]:
+    """-a/--algorithm, one name, into the `algorithm` argument; required when there is no
+    default."""
+    if default is None:
+        return click.option("-a", "--algorithm", "algorithm", required=True, help=ALGORITHM_HELP)
+    return click.option(
+        "-a", "--algorithm", "algorithm", default=default, show_default=True, help=ALGORITHM_HELP
+    )
+
+
 class Failed(Exception):
     """The requested check failed: exit 1 (not an error)."""
 
@@ -207,21 +217,6 @@ def check_order(old: str, new: str, reverse: bool) -> None:
         f"{old} is newer than {new}: give the older version first, or --reverse to "
         "compare backwards"
     )
-
-
-def pick_algorithms(available: tuple[str, ...], wanted: tuple[str, ...]) -> tuple[str, ...]:
-    if not wanted:
-        return available
-    upper = tuple(a.upper() for a in wanted)
-    unknown = [a for a in upper if a not in available]
-    if unknown:
-        raise TrackerError(
-            f"unknown algorithm {', '.join(unknown)}; this version has "
-            f"{', '.join(available) or 'none'}"
-        )
-    return upper
-
-
 
 
 def describe_snapshot(ws: Workspace, snap: Any, fmt: str = "text") -> str:

@@ -24,7 +24,6 @@ from tracker.cli.options import (
     emit,
     flush_warnings,
     format_option,
-    pick_algorithms,
     rendering_options,
     reverse_option,
     source_options,
@@ -45,11 +44,12 @@ def _pair(
     ws: Workspace, old: str, new: str, algorithms: tuple[str, ...], reverse: bool = False
 ) -> Any:
     """(old snapshot, new snapshot, new version's source, chosen algorithms)."""
+    from tracker.compare.snapshot import algorithms_of, pick_algorithms
     osrc, oversion = ws.resolve(old)
     nsrc, nversion = ws.resolve(new)
     check_order(oversion, nversion, reverse)
     a, b = ws.snapshot_of(osrc, oversion), ws.snapshot_of(nsrc, nversion)
-    available = tuple(dict.fromkeys(a.interface.algorithms + b.interface.algorithms))
+    available = algorithms_of(a, b)
     chosen = pick_algorithms(available, algorithms)
     warn_unknown_accepted(ws, available)
     return a, b, nsrc, chosen
@@ -377,6 +377,7 @@ def triage(
     release and until which one it is broken, and the patch. Or "ValueError: too many
     values to unpack (expected 2)" from a forward (with -m CLASS): the aux-hidden-state
     contract finding behind it, its sites and the release that fixes it."""
+    from tracker.compare.snapshot import pick_algorithms
     from tracker.release.triage import parse_error, triage_document
     from tracker.render.documents import render
 

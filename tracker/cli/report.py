@@ -15,9 +15,9 @@ import click
 
 from tracker.cli.options import (
     ALGORITHM_HELP,
+    algorithm_option,
     emit,
     flush_warnings,
-    pick_algorithms,
     rendering_options,
     source_options,
 )
@@ -80,6 +80,7 @@ def report(
     """A static HTML report of RANGE in DIR: models x versions heatmap per algorithm, a
     timeline of interface changes, and the workers' call graphs. Opens from disk; loads
     nothing from the network."""
+    from tracker.compare.snapshot import pick_algorithms
     from tracker.render.report import ReportOptions, build_report, present_algorithms, write_report
 
     if output.exists() and not output.is_dir():
@@ -109,7 +110,7 @@ def report(
 
 @click.command()
 @click.argument("version")
-@click.option("-a", "--algorithm", "algorithm", required=True, help=ALGORITHM_HELP)
+@algorithm_option(default=None)
 @click.option("--role", type=click.Choice(["target", "draft"]), help="Only this role's sites.")
 @click.option(
     "--format",
@@ -139,6 +140,7 @@ def graph(
     Every function on a call path from the algorithm's worker entry points to a function
     that touches the target or draft model, with its path:line, and each of those sites
     marked with its role, member and status. Read from the version's source."""
+    from tracker.compare.snapshot import pick_algorithms
     from tracker.render.documents import document_json
     from tracker.render.graph_export import ROLES, build_graph, graph_document, to_dot, to_graphml
 

@@ -13,7 +13,7 @@ class is checked as the draft model of an algorithm that loads such classes as d
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
 
 from tracker.analysis.compat import EntryClass, ModelCheck, natural_role
@@ -22,6 +22,12 @@ from tracker.compare.snapshot import Snapshot
 CHECKED = ("ok", "broken", "unknown")
 # Every kind of event a matrix or history can hold (the JSON Schemas list the same).
 EVENT_KINDS = ("appeared", "present", "broke", "fixed", "removed", "changed")
+
+
+def status_counts(statuses: Iterable[str], kinds: Sequence[str] = CHECKED) -> dict[str, int]:
+    """How many of `statuses` are each of `kinds`, in the order of `kinds`."""
+    seen = list(statuses)
+    return {kind: seen.count(kind) for kind in kinds}
 
 
 def row_label(model: str, kind: str, role: str) -> str:
@@ -66,6 +72,10 @@ class Matrix:
     @property
     def models(self) -> list[str]:
         return sorted(self.cells)
+
+    def counts(self, version: str, kinds: Sequence[str] = CHECKED) -> dict[str, int]:
+        """How many rows have each status of `kinds` at `version`."""
+        return status_counts((row[version] for row in self.cells.values()), kinds)
 
 
 def build_matrix(

@@ -30,6 +30,7 @@ from tracker.analysis.drafts import DraftModels
 from tracker.analysis.externals import INVENTORY
 from tracker.analysis.interface import FieldUse, Interface, Requirement, Site
 from tracker.common.atomic import write_text_atomic
+from tracker.common.errors import TrackerError
 from tracker.common.resources import data_file
 from tracker.extract.facts import FACTS_FORMAT
 from tracker.sources.base import SRT_PREFIX, SourceIdentity
@@ -57,6 +58,31 @@ class Snapshot:
     compat: Compat
     # Where this copy came from ("shipped", "cache", "built"); not part of the file.
     origin: str = "built"
+
+
+def algorithms_of(*snapshots: Snapshot) -> tuple[str, ...]:
+    """Every algorithm any of the snapshots has, in first-seen enum order."""
+    return tuple(dict.fromkeys(a for s in snapshots for a in s.interface.algorithms))
+
+
+def pick_algorithms(
+    available: tuple[str, ...], wanted: tuple[str, ...], *, skip_unknown: bool = False
+) -> tuple[str, ...]:
+    """The algorithms asked for (`-a`, in any case), or all of `available` when none is.
+    A name the versions lack is an error naming those they have; with `skip_unknown` (a
+    watch over many releases, some older than the algorithm) it is left out instead."""
+    if not wanted:
+        return available
+    upper = tuple(a.upper() for a in wanted)
+    if skip_unknown:
+        return tuple(a for a in upper if a in available)
+    unknown = [a for a in upper if a not in available]
+    if unknown:
+        raise TrackerError(
+            f"unknown algorithm {', '.join(unknown)}; this version has "
+            f"{', '.join(available) or 'none'}"
+        )
+    return upper
 
 
 # The modules whose logic decides what a snapshot says: every module of the analysis
@@ -141,7 +167,7 @@ def _entry_classes(compat: Compat) -> list[dict[str, Any]]:
     for e in compat.entries:
         doc = asdict(e)
         doc["provisions"] = {
-            member: {k: v for k, v in asdict(p).items() if k != "member" and v not in ("", 0)}
+            member: {k: v for k, v in provision_doc(p).items() if k != "member" and v != ""}
             for member, p in sorted(provisions.get(e.name, {}).items())
         }
         doc["delegations"] = [
@@ -157,34 +183,70 @@ def _entry_classes(compat: Compat) -> list[dict[str, Any]]:
     return out
 
 
+# The JSON forms of a site, a requirement, a field use and a provision, as the reports show
+# them (tracker.render.documents); a snapshot stores the same forms compacted.
+
+
+def site_doc(site: Site) -> dict[str, Any]:
+    return {
+        "path": site.path,
+        "line": site.line,
+        "function": site.function,
+        "condition": site.condition,
+        "status": site.status,
+        "guard": site.guard,
+        "arity": site.arity,
+        "call_path": list(site.call_path),
+    }
+
+
+def requirement_doc(req: Requirement) -> dict[str, Any]:
+    return {
+        "algorithm": req.algorithm,
+        "role": req.role,
+        "member": req.member,
+        "kind": req.kind,
+        "status": req.status,
+        "arities": list(req.arities),
+        "uses": list(req.uses),
+        "alternatives": list(req.alternatives),
+        "sites": [site_doc(s) for s in req.sites],
+    }
+
+
+def field_doc(f: FieldUse) -> dict[str, Any]:
+    return {
+        "algorithm": f.algorithm,
+        "owner": f.owner,
+        "name": f.name,
+        "sites": [site_doc(s) for s in f.sites],
+    }
+
+
+def provision_doc(p: Provision) -> dict[str, Any]:
+    line = {"line": p.line} if p.line else {}
+    return {"member": p.member, "how": p.how, "where": p.where, **line}
+
+
 def _site(s: Site) -> dict[str, Any]:
-    out = asdict(s)
-    out["call_path"] = list(s.call_path)
-    return {k: v for k, v in out.items() if v not in ("", [], ())}
+    return {k: v for k, v in site_doc(s).items() if v not in ("", [], ())}
 
 
 def _requirement(r: Requirement) -> dict[str, Any]:
-    doc: dict[str, Any] = {
-        "algorithm": r.algorithm,
-        "role": r.role,
-        "member": r.member,
-        "kind": r.kind,
-        "status": r.status,
-        "sites": [_site(s) for s in r.sites],
-    }
-    if r.alternatives:
-        doc["alternatives"] = list(r.alternatives)
+    # Arities and uses are read back from the sites; empty alternatives are left out.
+    doc = requirement_doc(r)
+    del doc["arities"], doc["uses"]
+    if not r.alternatives:
+        del doc["alternatives"]
+    doc["sites"] = [_site(s) for s in r.sites]
     return doc
 
 
 def _field(f: FieldUse) -> dict[str, Any]:
     # A field read needs no call path to be understood; leaving it out halves the file.
-    return {
-        "algorithm": f.algorithm,
-        "owner": f.owner,
-        "name": f.name,
-        "sites": [{k: v for k, v in _site(s).items() if k != "call_path"} for s in f.sites],
-    }
+    doc = field_doc(f)
+    doc["sites"] = [{k: v for k, v in _site(s).items() if k != "call_path"} for s in f.sites]
+    return doc
 
 
 def from_json(text: str) -> Snapshot:

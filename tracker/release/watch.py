@@ -20,7 +20,7 @@ from typing import Any, Protocol
 from tracker.common.atomic import write_text_atomic
 from tracker.common.errors import TrackerError
 from tracker.compare.diff import Change
-from tracker.compare.snapshot import Snapshot
+from tracker.compare.snapshot import Snapshot, algorithms_of, pick_algorithms
 from tracker.compare.workspace import Workspace
 from tracker.release.issues import (
     IssueDoc,
@@ -295,14 +295,6 @@ class WatchResult:
     dry_run: bool = False  # nothing was filed, closed or written
 
 
-def chosen_algorithms(old: Snapshot, new: Snapshot, wanted: tuple[str, ...]
-                      ) -> tuple[str, ...]:
-    available = tuple(dict.fromkeys(old.interface.algorithms + new.interface.algorithms))
-    if not wanted:
-        return available
-    return tuple(a for a in (w.upper() for w in wanted) if a in available)
-
-
 def issues_between(ws: Workspace, source: Source, old: Snapshot, new: Snapshot,
                    algorithms: tuple[str, ...], options: RenderOptions,
                    known: Container[str] = ()) -> list[IssueDoc]:
@@ -330,7 +322,7 @@ def handle_release(ws: Workspace, sink: Sink, previous: str, version: str,
                    wanted: tuple[str, ...], options: RenderOptions) -> ReleaseOutcome:
     source = ws.source
     old, new = ws.snapshot_of(source, previous), ws.snapshot_of(source, version)
-    algorithms = chosen_algorithms(old, new, wanted)
+    algorithms = pick_algorithms(algorithms_of(old, new), wanted, skip_unknown=True)
     outcome = ReleaseOutcome(version, previous)
     known = sink.known()
     outcome.issues = issues_between(ws, source, old, new, algorithms, options, known)

@@ -18,10 +18,17 @@ from typing import Any
 
 from tracker.analysis.compat import Compat, ModelCheck, natural_role
 from tracker.analysis.contract import ContractFinding
-from tracker.analysis.interface import FieldUse, Interface, Requirement, Site
+from tracker.analysis.interface import FieldUse, Interface, Requirement
 from tracker.common.errors import TrackerError
 from tracker.compare.diff import Change, Diff, rank
-from tracker.compare.matrix import check_row
+from tracker.compare.matrix import check_row, status_counts
+
+# The JSON forms of sites, requirements, field uses and provisions are the snapshot's, in
+# full; re-exported here beside the other document parts.
+from tracker.compare.snapshot import field_doc as field_doc
+from tracker.compare.snapshot import provision_doc as provision_doc
+from tracker.compare.snapshot import requirement_doc as requirement_doc
+from tracker.compare.snapshot import site_doc as site_doc
 from tracker.sources.base import SRT_PREFIX
 
 log = logging.getLogger(__name__)
@@ -41,42 +48,6 @@ def short_path(path: str) -> str:
     return path.removeprefix(SRT_PREFIX)
 
 
-def site_doc(site: Site) -> dict[str, Any]:
-    return {
-        "path": site.path,
-        "line": site.line,
-        "function": site.function,
-        "condition": site.condition,
-        "status": site.status,
-        "guard": site.guard,
-        "arity": site.arity,
-        "call_path": list(site.call_path),
-    }
-
-
-def requirement_doc(req: Requirement) -> dict[str, Any]:
-    return {
-        "algorithm": req.algorithm,
-        "role": req.role,
-        "member": req.member,
-        "kind": req.kind,
-        "status": req.status,
-        "arities": list(req.arities),
-        "uses": list(req.uses),
-        "alternatives": list(req.alternatives),
-        "sites": [site_doc(s) for s in req.sites],
-    }
-
-
-def field_doc(f: FieldUse) -> dict[str, Any]:
-    return {
-        "algorithm": f.algorithm,
-        "owner": f.owner,
-        "name": f.name,
-        "sites": [site_doc(s) for s in f.sites],
-    }
-
-
 def check_doc(c: ModelCheck) -> dict[str, Any]:
     return {
         "model": c.model,
@@ -89,15 +60,7 @@ def check_doc(c: ModelCheck) -> dict[str, Any]:
         "status": c.status,
         "missing": list(c.missing),
         "unknown": list(c.unknown),
-        "provisions": [
-            {
-                "member": p.member,
-                "how": p.how,
-                "where": p.where,
-                **({"line": p.line} if p.line else {}),
-            }
-            for p in c.provisions
-        ],
+        "provisions": [provision_doc(p) for p in c.provisions],
         "delegations": [
             {
                 "member": d.member,
@@ -246,7 +209,7 @@ def check_document(
         "models_version": models_version,
         "source": source,
         "checks": [check_doc(c) for c in checks],
-        "counts": {s: sum(1 for c in checks if c.status == s) for s in ("ok", "broken", "unknown")},
+        "counts": status_counts(c.status for c in checks),
     }
 
 
@@ -389,13 +352,7 @@ def matrix_document(m: Any, source: str) -> dict[str, Any]:
             for model in m.models
         ],
         "events": [event_doc(e) for e in m.events],
-        "counts": {
-            v: {
-                s: sum(1 for model in m.models if m.cells[model][v] == s)
-                for s in ("ok", "broken", "unknown")
-            }
-            for v in m.versions
-        },
+        "counts": {v: m.counts(v) for v in m.versions},
     }
 
 

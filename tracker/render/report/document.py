@@ -334,10 +334,7 @@ def _algorithm_doc(
     sites = _wanted_sites(snapshots, algorithm, heat.wanted, pattern)
     timeline = _timeline(snapshots, algorithm, options)
     graphs = _graphs(snapshots, algorithm, options, timeline)
-    counts = {
-        v: {s: sum(1 for model in m.models if m.cells[model][v] == s) for s in STATUSES}
-        for v in versions
-    }
+    counts = {v: m.counts(v, STATUSES) for v in versions}
     newest = versions[-1]
     event_counts = {k: sum(1 for e in m.events if e.kind == k) for k in ("broke", "fixed")}
     present = [s.version for s in snapshots if algorithm in s.interface.algorithms]
