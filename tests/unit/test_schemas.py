@@ -36,6 +36,8 @@ NOT_WRITTEN = {
     # Cache files of the package index source: the tool's private bookkeeping.
     "sglang-tracker/archive-index@1",
     "sglang-tracker/pypi-versions@1",
+    # The inventory of external base classes ships as data (tracker/data); the tool reads it.
+    "sglang-tracker/external-bases@1",
 }
 
 
