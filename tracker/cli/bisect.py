@@ -3,7 +3,7 @@ fixed) a model, or that changed what an algorithm asks of one member."""
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 import click
 
@@ -12,7 +12,9 @@ from tracker.common.errors import TrackerError
 
 if TYPE_CHECKING:
     from tracker.compare.bisect import CommitHistory
+    from tracker.compare.diff import Change
     from tracker.compare.workspace import Workspace
+    from tracker.release.issues import BrokeIn
     from tracker.sources.git import CommitInfo
 
 
@@ -102,3 +104,46 @@ def bisect(
 
 def register(group: click.Group) -> None:
     group.add_command(bisect)
+
+
+NO_BISECT_HELP = (
+    "Git sources: do not bisect OLD..NEW for the commit that broke each model (one "
+    "analysis per commit probed, about log2 of the commits between them)."
+)
+
+
+def broke_in_finder(ws: Workspace, old: str, new: str, sources: tuple[object, object],
+                    no_bisect: bool) -> BrokeIn | None:
+    """For `issues` and `changelog` in git mode: a function naming the commit between OLD
+    and NEW that broke a model's change, or None when the versions are not two commits of
+    the workspace's git source (or --no-bisect)."""
+    from tracker.compare.diff import WRAPPER_BROKE
+
+    if no_bisect or ws.source.kind != "git" or any(s is not ws.source for s in sources):
+        return None
+    try:
+        history = commit_history(ws, old, new, progress=bool(getattr(ws.feedback,
+                                                                     "interactive", False)))
+    except TrackerError as exc:
+        ws.feedback.warn(f"cannot name the commits that broke models ({exc})")
+        return None
+    kinds = WRAPPER_BROKE | {"model_wrapper_added_unsupported"}
+
+    def find(change: Change) -> dict[str, Any] | None:
+        if change.kind not in kinds:
+            return None
+        try:
+            result = history.bisect_model(change.subject, change.algorithm,
+                                          change.role or None)
+        except TrackerError as exc:
+            ws.feedback.warn(f"cannot bisect {change.subject} ({exc})")
+            return None
+        if result.found is None:
+            return None
+        return {"commit": result.found.sha, "short": result.found.sha[:10],
+                "subject": result.found.subject, "author": result.found.author,
+                "date": result.found.date, "transition": result.transition,
+                "cause": "; ".join(c.text for c in result.causes),
+                "evaluated": result.evaluated}
+
+    return find
