@@ -157,7 +157,7 @@ def requirement_cause(change: Change) -> Cause | None:
 
 
 def _provision_text(p: Provision) -> str:
-    how = {"defined": "defined", "inherited": "inherited from", "attribute": "set by",
+    how = {"defined": "defined in the class", "inherited": "inherited from", "attribute": "set by",
            "external": "from", "forwarded": "forwarded by", "alternative": "through"}
     where = f" `{p.where}`" if p.where and p.how != "defined" else ""
     return f"{how.get(p.how, p.how)}{where}"
