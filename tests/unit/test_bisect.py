@@ -112,7 +112,9 @@ def test_a_removed_method_is_explained_as_removed_from_the_class() -> None:
     assert (before.status, after.status) == ("ok", "broken")
     [cause] = explain_model(before, after, LLAMA, "EAGLE3", "target")
     assert cause.kind is CauseKind.PROVISION_REMOVED
-    assert cause.text == "removes `get_embed_and_head` from `LlamaForCausalLM` (was defined in the class)"
+    assert cause.text == (
+        "removes `get_embed_and_head` from `LlamaForCausalLM` (was defined in the class)"
+    )
 
 
 # A wrapper with the embedding member only: fine until the runner asks for the setter.
