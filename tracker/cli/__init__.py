@@ -19,7 +19,7 @@ from typing import Any
 import click
 
 from tracker import __version__
-from tracker.cli import basics, models, release, report
+from tracker.cli import basics, bisect, models, release, report
 from tracker.cli.options import Failed
 from tracker.common.errors import TrackerError
 
@@ -118,7 +118,7 @@ def cli() -> None:
 
 
 # The commands live in one module per group; registering them here keeps one entry point.
-for _module in (basics, models, release, report):
+for _module in (basics, bisect, models, release, report):
     _module.register(cli)
 
 

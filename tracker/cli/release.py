@@ -16,6 +16,7 @@ from typing import TYPE_CHECKING, Any
 
 import click
 
+from tracker.cli.bisect import NO_BISECT_HELP, broke_in_finder
 from tracker.cli.options import (
     algorithms_option,
     check_order,
@@ -74,6 +75,7 @@ def _pair(
     type=click.Path(dir_okay=False, path_type=Path),
     help="Write the appendix to this file instead of stdout.",
 )
+@click.option("--no-bisect", is_flag=True, help=NO_BISECT_HELP)
 @reverse_option
 @source_options
 @config_option
@@ -85,20 +87,25 @@ def changelog(
     algorithms: tuple[str, ...],
     show_all: bool,
     output: Path | None,
+    no_bisect: bool,
     reverse: bool,
     ws: Workspace,
     fmt: str,
     render_options: RenderOptions,
 ) -> None:
     """A markdown appendix for release notes: "Speculative decoding interface changes"
-    from OLD to NEW, every site linked at its tag."""
+    from OLD to NEW, every site linked at its tag. From a git repository, each broken
+    wrapper names the commit between OLD and NEW that broke it (found by bisect; off
+    with --no-bisect)."""
     from tracker.compare.diff import diff
     from tracker.release.changelog import changelog_document
     from tracker.render.documents import render
 
     a, b, nsrc, chosen = _pair(ws, old, new, algorithms, reverse)
     result = diff(a.interface, a.compat, b.interface, b.compat, chosen)
-    doc = changelog_document(result, b.interface, b.compat, describe_snapshot(ws, b, fmt), show_all)
+    broke_in = broke_in_finder(ws, a.version, b.version, (ws.resolve(old)[0], nsrc), no_bisect)
+    doc = changelog_document(result, b.interface, b.compat, describe_snapshot(ws, b, fmt),
+                             show_all, broke_in)
     doc["fix_options"] = ws.fix_options(nsrc, b.version)
     flush_warnings(ws)
     emit(render("changelog", fmt, doc, replace(render_options, show_all=show_all)), output)
@@ -117,6 +124,7 @@ def changelog(
     type=click.Path(file_okay=False, path_type=Path),
     help="Write one .md file per issue and an issues.json index here.",
 )
+@click.option("--no-bisect", is_flag=True, help=NO_BISECT_HELP)
 @reverse_option
 @source_options
 @config_option
@@ -127,19 +135,23 @@ def issues(
     new: str,
     algorithms: tuple[str, ...],
     out_dir: Path | None,
+    no_bisect: bool,
     reverse: bool,
     ws: Workspace,
     fmt: str,
     render_options: RenderOptions,
 ) -> None:
     """The issues to file for OLD → NEW: one per newly broken (model, algorithm) and one
-    per target member newly required or removed, each with a stable fingerprint."""
+    per target member newly required or removed, each with a stable fingerprint. From a
+    git repository, a model's issue names the commit between OLD and NEW that broke it
+    (found by bisect; off with --no-bisect)."""
     from tracker.release.issues import as_markdown, issues_document
     from tracker.release.watch import DirSink, accepted_between, issues_between
     from tracker.render.documents import document_json
 
     a, b, nsrc, chosen = _pair(ws, old, new, algorithms, reverse)
-    docs = issues_between(ws, nsrc, a, b, chosen, render_options)
+    broke_in = broke_in_finder(ws, a.version, b.version, (ws.resolve(old)[0], nsrc), no_bisect)
+    docs = issues_between(ws, nsrc, a, b, chosen, render_options, broke_in=broke_in)
     flush_warnings(ws)
     _note_accepted(accepted_between(a, b, chosen))
     if out_dir is not None:

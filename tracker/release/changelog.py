@@ -13,7 +13,7 @@ from typing import Any
 from tracker.analysis.compat import Compat, ModelCheck
 from tracker.analysis.interface import FieldUse, Interface, Requirement
 from tracker.compare.diff import WRAPPER_BROKE, WRAPPER_FIXED, Change, Diff, rank
-from tracker.release.issues import oversight
+from tracker.release.issues import BrokeIn, oversight
 from tracker.render.documents import field_doc, finding_doc, requirement_doc
 
 SCHEMA = "sglang-tracker/changelog@2"
@@ -24,11 +24,13 @@ _CHANGED = ("member_became_optional", "member_became_required", "call_arity_chan
 
 
 def changelog_document(d: Diff, new: Interface, compat: Compat, source: str,
-                       show_all: bool = False) -> dict[str, Any]:
+                       show_all: bool = False, broke_in: BrokeIn | None = None
+                       ) -> dict[str, Any]:
+    """`broke_in` names the commit that broke a model (git: found by bisect), or None."""
     changes = sorted(d.changes, key=rank)
     worth = {id(c) for c in changes if _worth_a_look(c, compat)}
     sections = [_section(alg, [c for c in changes if c.algorithm == alg], d, new, worth,
-                         show_all) for alg in d.algorithms]
+                         show_all, broke_in) for alg in d.algorithms]
     return {
         "schema": SCHEMA,
         "from": d.old_version,
@@ -47,7 +49,7 @@ def _worth_a_look(c: Change, compat: Compat) -> bool:
 
 
 def _section(alg: str, changes: list[Change], d: Diff, new: Interface, worth: set[int],
-             show_all: bool) -> dict[str, Any]:
+             show_all: bool, broke_in: BrokeIn | None = None) -> dict[str, Any]:
     members: dict[str, dict[str, list[dict[str, Any]]]] = {}
     for role in ("target", "draft"):
         mine = [c for c in changes if c.role == role and c.kind.startswith(("member_",
@@ -62,7 +64,7 @@ def _section(alg: str, changes: list[Change], d: Diff, new: Interface, worth: se
     keys = {"added": [_field(c, d) for c in changes if c.kind == "config_key_added"],
             "removed": [_field(c, d) for c in changes if c.kind == "config_key_removed"]}
     required = {(r.role, r.member): r for r in new.for_algorithm(alg)}
-    broken = [_broken(c, required, d) for c in changes
+    broken = [_broken(c, required, d, broke_in) for c in changes
               if c.kind in WRAPPER_BROKE or id(c) in worth]
     fixed = [_fixed(c) for c in changes if c.kind in WRAPPER_FIXED]
     others = {
@@ -107,8 +109,8 @@ def _field(c: Change, d: Diff) -> dict[str, Any]:
             "tag": d.new_version if isinstance(c.new, FieldUse) else d.old_version}
 
 
-def _broken(c: Change, required: dict[tuple[str, str], Requirement], d: Diff
-            ) -> dict[str, Any]:
+def _broken(c: Change, required: dict[tuple[str, str], Requirement], d: Diff,
+            broke_in: BrokeIn | None = None) -> dict[str, Any]:
     check = c.new
     assert isinstance(check, ModelCheck)
     missing = []
@@ -118,11 +120,13 @@ def _broken(c: Change, required: dict[tuple[str, str], Requirement], d: Diff
                         "site": requirement_doc(req)["sites"][0] if req is not None else None,
                         "delegation": next((f"self.{x.attribute}" for x in check.delegations
                                             if x.member == member), "")})
+    found = broke_in(c) if broke_in is not None else None
     return {"model": c.subject, "path": check.path, "new": c.kind not in WRAPPER_BROKE,
             "missing": missing, "tag": d.new_version,
             "contract": [finding_doc(f) for f in check.contract],
             "fix": bool(check.delegations),
-            **({"accepted": {"reason": check.accepted}} if check.accepted else {})}
+            **({"accepted": {"reason": check.accepted}} if check.accepted else {}),
+            **({"broke_in": found} if found is not None else {})}
 
 
 def _fixed(c: Change) -> dict[str, Any]:

@@ -82,6 +82,10 @@ class IssueDoc:
                 "body": self.body}
 
 
+# The commit that broke a model's change, as a document for the templates, or None.
+BrokeIn = Callable[[Change], "dict[str, Any] | None"]
+
+
 class IndexedTree(Protocol):
     """What the fix patch needs of a version: its files and its index."""
 
@@ -156,14 +160,16 @@ def oversight(check: ModelCheck, compat: Compat) -> bool:
 def build_issues(d: Diff, old: Interface, new: Interface, compat: Compat, *, source: str,
                  options: RenderOptions,
                  analysis: Callable[[], IndexedTree | None] | None = None,
-                 known: Container[str] = (), fix_options: str = "") -> list[IssueDoc]:
+                 known: Container[str] = (), fix_options: str = "",
+                 broke_in: BrokeIn | None = None) -> list[IssueDoc]:
     """One issue per reportable change of `d`, in the diff's rank order.
 
     `analysis` loads the new version's files and index, once, when a wrapper has an inner
     model to delegate to (for the `tracker fix` patch and the class's line). Issues whose
     fingerprint is in `known` are already filed: they get a title but no body, and never
     cost an analysis. `fix_options` name the new version for `tracker fix` (default
-    `--at VERSION`).
+    `--at VERSION`). `broke_in` names the commit that broke a model (git: found by
+    bisect), as a document (`short`, `subject`, `cause`, ...), or None.
     """
     fix_options = fix_options or f"--at {d.new_version}"
     loaded: list[IndexedTree | None] = []
@@ -185,6 +191,7 @@ def build_issues(d: Diff, old: Interface, new: Interface, compat: Compat, *, sou
             before = change.old if isinstance(change.old, ModelCheck) else None
             doc = _model_document(report, change.new, before, new, compat,
                                   (lambda: None) if filed else lazy, fix_options)
+            doc["broke_in"] = broke_in(change) if broke_in is not None and not filed else None
         else:
             doc = _member_document(report, change, old, new, compat)
         doc.update(_common(report, source))

@@ -23,6 +23,7 @@ from tracker.compare.diff import Change
 from tracker.compare.snapshot import Snapshot, algorithms_of, pick_algorithms
 from tracker.compare.workspace import Workspace
 from tracker.release.issues import (
+    BrokeIn,
     IssueDoc,
     IssueFacts,
     accepted_instead,
@@ -297,16 +298,19 @@ class WatchResult:
 
 def issues_between(ws: Workspace, source: Source, old: Snapshot, new: Snapshot,
                    algorithms: tuple[str, ...], options: RenderOptions,
-                   known: Container[str] = ()) -> list[IssueDoc]:
+                   known: Container[str] = (), broke_in: BrokeIn | None = None
+                   ) -> list[IssueDoc]:
     """The issues of the diff old → new; the new version is analysed only when a wrapper
-    not yet filed (`known`) has an inner model to delegate to (for the fix patch)."""
+    not yet filed (`known`) has an inner model to delegate to (for the fix patch).
+    `broke_in` names the commit that broke a model (see build_issues)."""
     from tracker.compare.diff import diff
 
     result = diff(old.interface, old.compat, new.interface, new.compat, algorithms)
     return build_issues(result, old.interface, new.interface, new.compat,
                         source=source.describe(), options=options,
                         analysis=lambda: ws.analyse(source, new.version), known=known,
-                        fix_options=ws.fix_options(source, new.version))
+                        fix_options=ws.fix_options(source, new.version),
+                        broke_in=broke_in)
 
 
 def accepted_between(old: Snapshot, new: Snapshot, algorithms: tuple[str, ...]

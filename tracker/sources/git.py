@@ -14,6 +14,7 @@ import shutil
 import subprocess
 import tempfile
 from collections.abc import Mapping
+from dataclasses import dataclass
 from pathlib import Path
 from types import MappingProxyType
 
@@ -70,6 +71,16 @@ def sglang_checkout_at(path: Path) -> Path | None:
         return Path(repo.working_tree_dir)
     finally:
         repo.close()
+
+
+@dataclass(frozen=True)
+class CommitInfo:
+    """What git records about a commit, for saying which one did something."""
+
+    sha: str
+    author: str
+    date: str  # ISO 8601, as git prints it (%aI)
+    subject: str
 
 
 class GitTree(VersionTree):
@@ -255,6 +266,31 @@ class GitSource(Source):
         if key not in self._trees:
             self._trees[key] = self._build_tree(version, sha)
         return self._trees[key]
+
+    def first_parent_path(self, old: str, new: str) -> list[CommitInfo]:
+        """The commits from `old` to `new` following first parents, oldest first, `old`
+        included; raises SourceError when `old` is not on `new`'s first-parent path."""
+        old_sha, new_sha = self._commit_sha(old), self._commit_sha(new)
+        for spec, sha in ((old, old_sha), (new, new_sha)):
+            if sha is None:
+                raise unknown_version(spec, self.versions())
+        assert old_sha is not None and new_sha is not None
+        if old_sha == new_sha:
+            raise SourceError(f"{old} and {new} are the same commit: nothing between them")
+        # One call: every commit's id, first parent, author, date and subject.
+        fmt = "--format=%H%x00%P%x00%an%x00%aI%x00%s"
+        listing = self._git("log", "--first-parent", "--reverse", fmt, f"{old_sha}..{new_sha}")
+        rows = [line.split("\0") for line in listing.splitlines() if line]
+        if not rows or (rows[0][1].split() or [""])[0] != old_sha:
+            raise SourceError(
+                f"{old} is not an ancestor of {new} on its first-parent path "
+                "(bisect needs OLD..NEW to be one line of history)"
+            )
+        head = self._git("log", "-1", fmt, old_sha).rstrip("\n").split("\0")
+        return [
+            CommitInfo(sha, author, date, subject)
+            for sha, _, author, date, subject in [head, *rows]
+        ]
 
     # -- helpers ------------------------------------------------------------------------------
 
