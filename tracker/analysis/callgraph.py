@@ -25,9 +25,11 @@ class CallGraph:
 
     def __init__(self, index: VersionIndex) -> None:
         self.index = index
-        import networkx  # deferred: a warm run that reads snapshots never needs it
-
-        self.graph: nx.DiGraph = networkx.DiGraph()
+        # Plain adjacency (caller -> callee -> line), in the order the edges are found:
+        # importing networkx costs more than a whole warm analysis, and only the graph
+        # export needs it (`graph`, built on demand from the same edges in the same order).
+        self._edges: dict[str, dict[str, int]] = {}
+        self._found: list[tuple[str, str]] = []  # every edge, in the order found
         self._local_types: dict[str, dict[tuple[str, str], list[str]]] = {}
         self._calls: dict[str, list[Call]] = {}
         for facts in index.iter_modules():
@@ -40,7 +42,7 @@ class CallGraph:
     def successors(self, caller: str) -> list[str]:
         if caller not in self._expanded:
             self._expanded.add(caller)
-            self.graph.add_node(caller)
+            edges = self._edges.setdefault(caller, {})
             if caller in self.index.functions:
                 module, scope = split_key(caller)
                 local_types = self.local_types(module)
@@ -48,9 +50,22 @@ class CallGraph:
                     # Sorted: sets iterate in a per-process hash order, and the first edge
                     # decides between equally short paths; output must not depend on it.
                     for callee in sorted(set(self.callees(module, scope, call, local_types))):
-                        if callee != caller and not self.graph.has_edge(caller, callee):
-                            self.graph.add_edge(caller, callee, line=call.line)
-        return list(self.graph.successors(caller))
+                        if callee != caller and callee not in edges:
+                            edges[callee] = call.line
+                            self._edges.setdefault(callee, {})
+                            self._found.append((caller, callee))
+        return list(self._edges[caller])
+
+    @property
+    def graph(self) -> nx.DiGraph:
+        """The functions expanded so far and their edges (`line` of the call) as a
+        networkx graph, nodes and edges in the order they were found."""
+        import networkx
+
+        graph: nx.DiGraph = networkx.DiGraph()
+        graph.add_nodes_from(self._edges)
+        graph.add_edges_from((a, b, {"line": self._edges[a][b]}) for a, b in self._found)
+        return graph
 
     def calls_in(self, function: str) -> list[Call]:
         return self._calls.get(function, [])

@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import re
 from collections.abc import Iterable, Mapping
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from functools import cached_property
 
 from tracker.extract.facts import Assign, ClassDef, Forward, FunctionDef, Import, ModuleFacts, Param
@@ -111,6 +111,7 @@ class VersionIndex:
         self._resolved: dict[tuple[str, str, str], str | None] = {}
         # function key -> names/attribute chains it returns (for properties)
         self._returned_refs: dict[str, list[str]] = {}
+        _parts.next_version()
         for facts in self.modules.values():
             self._add_module(facts)
 
@@ -128,6 +129,25 @@ class VersionIndex:
         self.__dict__.pop("subclasses", None)
 
     def _add_module(self, facts: ModuleFacts) -> None:
+        mod = facts.module_name
+        if mod in self._imports:
+            # Two files of one module name (`a.py` beside `a/__init__.py`): the second's
+            # methods and attributes land on the first's classes, so those get copies of
+            # their own before they change, and nothing of this merge is kept for reuse.
+            for k, info in self.classes.items():
+                if info.module == mod:
+                    self.classes[k] = _copied(info)
+            self._index_module(facts)
+            return
+        part = _parts.get(facts)
+        if part is None:
+            self._index_module(facts)
+            part = _ModulePart.taken(self, facts)
+            _parts.put(facts, part)
+        else:
+            part.merge_into(self)
+
+    def _index_module(self, facts: ModuleFacts) -> None:
         mod = facts.module_name
         self._imports[mod] = list(facts.imports)
         for cls in facts.classes:
@@ -513,6 +533,80 @@ class VersionIndex:
 
     def iter_modules(self) -> Iterable[ModuleFacts]:
         return (self.modules[m] for m in sorted(self.modules))
+
+
+@dataclass(frozen=True)
+class _ModulePart:
+    """What one module alone adds to an index: its imports, classes (with their methods
+    and `self.x` assignments), functions and returned names. A function of the module's
+    facts only, so it is shared by every index that loads the same facts (adjacent
+    versions share most files); nothing changes a ClassInfo once its module is indexed."""
+
+    module: str
+    imports: list[Import]
+    classes: dict[str, ClassInfo]
+    functions: dict[str, FunctionDef]
+    returned_refs: dict[str, list[str]]
+
+    @staticmethod
+    def taken(index: VersionIndex, facts: ModuleFacts) -> _ModulePart:
+        """The part `index` just gained from `facts` (whose module shared no name with a
+        module indexed before it, so every key under the module's name is its own)."""
+        mod = facts.module_name
+        classes = dict.fromkeys(key(mod, c.qualname) for c in facts.classes)
+        functions = dict.fromkeys(key(mod, f.qualname) for f in facts.functions)
+        refs = dict.fromkeys(key(mod, r.context.scope) for r in facts.returns)
+        return _ModulePart(
+            mod,
+            index._imports[mod],
+            {k: index.classes[k] for k in classes},
+            {k: index.functions[k] for k in functions},
+            {k: list(index._returned_refs[k]) for k in refs if k in index._returned_refs},
+        )
+
+    def merge_into(self, index: VersionIndex) -> None:
+        index._imports[self.module] = list(self.imports)
+        index.classes.update(self.classes)
+        index.functions.update(self.functions)
+        for k, refs in self.returned_refs.items():
+            index._returned_refs[k] = list(refs)
+
+
+class _PartCache:
+    """Module parts of the last two indexes, by the facts object they were built from
+    (the fact store hands the same object to adjacent versions for an unchanged file)."""
+
+    def __init__(self) -> None:
+        self.current: dict[int, tuple[ModuleFacts, _ModulePart]] = {}
+        self.previous: dict[int, tuple[ModuleFacts, _ModulePart]] = {}
+
+    def get(self, facts: ModuleFacts) -> _ModulePart | None:
+        found = self.current.get(id(facts)) or self.previous.get(id(facts))
+        if found is None or found[0] is not facts:
+            return None
+        self.current[id(facts)] = found
+        return found[1]
+
+    def put(self, facts: ModuleFacts, part: _ModulePart) -> None:
+        self.current[id(facts)] = (facts, part)
+
+    def next_version(self) -> None:
+        self.previous, self.current = self.current, {}
+
+
+_parts = _PartCache()
+
+
+def _copied(info: ClassInfo) -> ClassInfo:
+    return replace(
+        info,
+        methods=dict(info.methods),
+        instance_attrs={k: list(v) for k, v in info.instance_attrs.items()},
+        attr_constructors={k: list(v) for k, v in info.attr_constructors.items()},
+        attr_annotations={k: list(v) for k, v in info.attr_annotations.items()},
+        attr_assigns={k: list(v) for k, v in info.attr_assigns.items()},
+        class_attrs=set(info.class_attrs),
+    )
 
 
 def _scoped(scope: str, name: str) -> list[str]:

@@ -206,10 +206,9 @@ class _Reachability:
         """(rule or binding, member on the model, "direct"|"attribute") or None."""
         expanded = self.expand(module, scope, line, receiver)
         cls = self.owner_class_name(module, scope)
-        for rule in self.rules.rules_in(module, cls):
-            touched = rule.member_of(expanded, member)
-            if touched is not None:
-                return rule, touched[0], touched[1]
+        touched = self.rules.touched(module, cls, expanded, member)
+        if touched is not None:
+            return touched
         bound = self.bindings.get(key(module, scope))
         if bound:
             head, _, rest = expanded.partition(".")

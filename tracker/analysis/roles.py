@@ -69,6 +69,10 @@ class RoleRules:
     _memo: dict[tuple[str, str | None], tuple[ReceiverRule, ...]] = field(
         default_factory=dict, compare=False, repr=False
     )
+    _touched: dict[tuple[str, str | None, str, str], tuple[ReceiverRule, str, str] | None] = (
+        field(default_factory=dict, compare=False, repr=False)
+    )
+    _markers: dict[str, frozenset[str]] = field(default_factory=dict, compare=False, repr=False)
 
     def rules_in(self, module: str, class_name: str | None) -> tuple[ReceiverRule, ...]:
         memo_key = (module, class_name)
@@ -76,6 +80,26 @@ class RoleRules:
         if found is None:
             found = tuple(r for r in self.receivers if r.applies_in(module, class_name))
             self._memo[memo_key] = found
+        return found
+
+    def touched(
+        self, module: str, class_name: str | None, receiver: str, member: str
+    ) -> tuple[ReceiverRule, str, str] | None:
+        """(the first rule that applies here and whose model `receiver.member` touches,
+        member on the model, "direct"|"attribute"), or None. Memoised: the same receiver
+        texts recur at thousands of sites, in every version."""
+        memo_key = (module, class_name, receiver, member)
+        if memo_key in self._touched:
+            return self._touched[memo_key]
+        found = None
+        for rule in self.rules_in(module, class_name):
+            touched = rule.member_of(receiver, member)
+            if touched is not None:
+                found = rule, touched[0], touched[1]
+                break
+        if len(self._touched) >= 200_000:  # a long range of versions: start afresh
+            self._touched.clear()
+        self._touched[memo_key] = found
         return found
 
     def model_kind(self, class_name: str) -> str:
@@ -97,7 +121,11 @@ class RoleRules:
         return None
 
     def markers(self, kind: str) -> frozenset[str]:
-        return frozenset().union(*(names for k, names in self.kind_markers if k == kind))
+        found = self._markers.get(kind)
+        if found is None:
+            found = frozenset().union(*(names for k, names in self.kind_markers if k == kind))
+            self._markers[kind] = found
+        return found
 
 
 @dataclass(frozen=True)

@@ -1,0 +1,81 @@
+"""An index reuses, per module, what an earlier index built from the very same facts; the
+result equals an index built from scratch (the facts copied, so nothing is reused)."""
+
+from __future__ import annotations
+
+from sgl_trees import SRT, tree
+
+from tracker.analysis.index import VersionIndex
+from tracker.extract.facts import ModuleFacts
+from tracker.extract.parse import extract_facts
+from tracker.sources.base import content_id
+
+_FOO = """
+class Foo:
+    def __init__(self, config):
+        self.model = Bar(config)
+
+    @property
+    def inner(self):
+        return self.model
+
+class Bar:
+    pass
+"""
+
+
+def _facts(files: dict[str, str]) -> dict[str, ModuleFacts]:
+    return {p: extract_facts(p, content_id(t.encode()), t.encode()) for p, t in files.items()}
+
+
+def _copies(facts: dict[str, ModuleFacts]) -> dict[str, ModuleFacts]:
+    """Equal facts in new objects: what the store hands out when it has to load again."""
+    return {p: ModuleFacts(*f) for p, f in facts.items()}
+
+
+def _state(index: VersionIndex) -> tuple[object, ...]:
+    """Everything the modules put in the index, in its order."""
+    return (
+        list(index.classes.items()),
+        list(index.functions.items()),
+        list(index._imports.items()),
+        list(index._returned_refs.items()),
+    )
+
+
+def test_an_index_of_the_same_facts_shares_their_classes_and_equals_a_fresh_one() -> None:
+    facts = _facts(tree())
+    first = VersionIndex(facts)
+    again = VersionIndex(facts)
+    fresh = VersionIndex(_copies(facts))
+    shared = [k for k, info in again.classes.items() if info is first.classes[k]]
+    assert shared == list(first.classes)
+    assert not any(info is first.classes[k] for k, info in fresh.classes.items())
+    assert _state(again) == _state(fresh) == _state(first)
+
+
+def test_a_changed_module_is_indexed_anew_and_the_unchanged_ones_are_shared() -> None:
+    facts = _facts(tree())
+    first = VersionIndex(facts)
+    changed = dict(facts)
+    changed[SRT + "models/foo.py"] = _facts({SRT + "models/foo.py": _FOO})[SRT + "models/foo.py"]
+    second = VersionIndex(changed)
+    assert second.classes["sglang.srt.models.foo:Foo"].instance_attrs == {"model": [4]}
+    assert all(second.classes[k] is info for k, info in first.classes.items())
+    assert _state(second) == _state(VersionIndex(_copies(changed)))
+
+
+def test_a_second_file_of_one_module_name_leaves_the_shared_classes_unchanged() -> None:
+    foo = _facts({SRT + "foo.py": _FOO})
+    # The package of the same name adds assignments to `Foo` without defining it.
+    package = {SRT + "foo/__init__.py": foo[SRT + "foo.py"]._replace(
+        path=SRT + "foo/__init__.py", classes=())}
+    first = VersionIndex(foo)
+    again = VersionIndex(foo)
+    again.add_modules(package)
+    fresh = VersionIndex(_copies(foo))
+    fresh.add_modules(_copies(package))
+    assert first.classes["sglang.srt.foo:Foo"].instance_attrs == {"model": [4]}
+    assert again.classes["sglang.srt.foo:Foo"].instance_attrs == {"model": [4, 4]}
+    assert _state(again) == _state(fresh)
+    assert _state(VersionIndex(foo)) == _state(first)
