@@ -16,12 +16,10 @@ import pytest
 from jsonschema import Draft202012Validator
 from schema_check import errors, schemas
 
-from tracker.analysis.compat import PROVIDED
-from tracker.analysis.interface import STATUS_ORDER
 from tracker.analysis.roles import load_rules
+from tracker.analysis.vocabulary import CellStatus, ProvisionKind, RequirementStatus
 from tracker.common.resources import schemas_dir
 from tracker.compare.changes import ChangeKind
-from tracker.render.report import STATUSES
 
 ROOT = Path(__file__).resolve().parents[2]
 GOLDENS = ROOT / "tests" / "cli" / "goldens"
@@ -89,15 +87,15 @@ def test_the_change_kinds_are_exactly_those_the_diff_knows() -> None:
 
 
 def test_the_requirement_statuses_are_exactly_those_the_interface_knows() -> None:
-    assert set(defs("status")["enum"]) == set(STATUS_ORDER)
+    assert set(defs("status")["enum"]) == {s.value for s in RequirementStatus}
 
 
 def test_the_matrix_statuses_are_exactly_those_the_matrix_shows() -> None:
-    assert defs("matrix_cell")["enum"] == list(STATUSES)
+    assert defs("matrix_cell")["enum"] == [s.value for s in CellStatus]
 
 
 def test_the_provision_kinds_are_those_compat_gives() -> None:
-    assert set(defs("provision_how")["enum"]) == set(PROVIDED) | {"unknown", "missing"}
+    assert set(defs("provision_how")["enum"]) == {p.value for p in ProvisionKind}
 
 
 def test_the_model_kinds_are_those_the_role_rules_can_give() -> None:

@@ -17,9 +17,8 @@ from collections.abc import Sequence
 from dataclasses import dataclass, field
 
 from tracker.analysis.compat import EntryClass, ModelCheck, natural_role
+from tracker.analysis.vocabulary import CHECKED
 from tracker.compare.snapshot import Snapshot
-
-CHECKED = ("ok", "broken", "unknown")
 
 
 def row_label(model: str, kind: str, role: str) -> str:

@@ -33,6 +33,7 @@ from typing import Any
 from tracker import __version__
 from tracker.analysis.compat import ModelCheck
 from tracker.analysis.interface import STATUS_ORDER, FieldUse, Requirement, Site
+from tracker.analysis.vocabulary import CELL_STATUSES
 from tracker.compare.changes import MODEL_GROUPS, ChangeKind, ModelEvent
 from tracker.compare.diff import Change, diff
 from tracker.compare.matrix import Matrix, build_matrix, check_row
@@ -42,7 +43,7 @@ from tracker.render.documents import DEFAULT_LINK, short_path
 SCHEMA = "sglang-tracker/report@1"
 GRAPH_MODES = ("all", "changes", "none")
 LAYOUTS = ("auto", "dot", "python")
-STATUSES = ("ok", "broken", "unknown", "n/a", "absent")
+STATUSES = CELL_STATUSES
 # Class names in the page; "n/a" is not a valid CSS class name.
 STATUS_CLASS = {
     "ok": "ok",
