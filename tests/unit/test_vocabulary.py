@@ -67,4 +67,3 @@ def test_a_guard_that_tolerates_the_absence_makes_the_member_optional() -> None:
         assert _status(True, guard) == expected
     assert _status(True, "") == RequirementStatus.REQUIRED
     assert _status(False, "") == RequirementStatus.CONDITIONAL
-
