@@ -9,7 +9,8 @@ from functools import cache
 import pytest
 from sgl_trees import BASE, CAPTURE_LM, CAPTURE_LM_DROPS_AUX, CAPTURE_LM_NO_PAIR, Built, build
 
-from tracker.compare.diff import CHANGE_KINDS, diff
+from tracker.compare.changes import ChangeKind
+from tracker.compare.diff import diff
 
 WORKER = BASE["speculative/eagle_worker.py"]
 RUNNER = BASE["model_executor/model_runner.py"]
@@ -163,7 +164,7 @@ def kinds_between(old: dict[str, str | None], new: dict[str, str | None]) -> set
 
 
 def test_every_change_kind_has_a_fixture_pair() -> None:
-    assert set(PAIRS) == set(CHANGE_KINDS)
+    assert set(PAIRS) == set(ChangeKind)
 
 
 @pytest.mark.parametrize("kind", sorted(PAIRS))

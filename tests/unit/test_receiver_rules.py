@@ -196,5 +196,5 @@ def test_a_receiver_rule_makes_its_fixture_a_requirement_of_the_rule_role(name: 
     # Without the rule the same tree no longer gives those answers.
     rules = load_rules()
     others = tuple(r for r in rules.receivers if r is not rule)
-    without = build_interface("v1", built.index, replace(rules, receivers=others, _memo={}))
+    without = build_interface("v1", built.index, replace(rules, receivers=others))
     assert needs(without, members) != found

@@ -17,17 +17,17 @@ import pytest
 from jsonschema import Draft202012Validator
 from schema_check import errors, schemas
 
-from tracker.analysis.compat import PROVIDED, Compat
+from tracker.analysis.compat import Compat
 from tracker.analysis.contract import ContractRule
 from tracker.analysis.drafts import SUMMARY
-from tracker.analysis.interface import STATUS_ORDER, Interface, Requirement, Site
+from tracker.analysis.interface import Interface, Requirement, Site
 from tracker.analysis.roles import load_rules
+from tracker.analysis.vocabulary import CellStatus, ProvisionKind, RequirementStatus
 from tracker.common.resources import schemas_dir
-from tracker.compare.diff import CHANGE_KINDS
+from tracker.compare.changes import ChangeKind
 from tracker.compare.matrix import EVENT_KINDS
 from tracker.compare.snapshot import SCHEMA as SNAPSHOT
 from tracker.compare.snapshot import Builder, Snapshot, load_cached, load_file, to_json
-from tracker.render.report import STATUSES
 from tracker.sources.base import SourceIdentity
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -95,19 +95,19 @@ def test_the_wheel_ships_the_schemas_next_to_the_queries() -> None:
 
 
 def test_the_change_kinds_are_exactly_those_the_diff_knows() -> None:
-    assert defs("change_kind")["enum"] == list(CHANGE_KINDS)
+    assert defs("change_kind")["enum"] == [k.value for k in ChangeKind]
 
 
 def test_the_requirement_statuses_are_exactly_those_the_interface_knows() -> None:
-    assert set(defs("status")["enum"]) == set(STATUS_ORDER)
+    assert set(defs("status")["enum"]) == {s.value for s in RequirementStatus}
 
 
 def test_the_matrix_statuses_are_exactly_those_the_matrix_shows() -> None:
-    assert defs("matrix_cell")["enum"] == list(STATUSES)
+    assert defs("matrix_cell")["enum"] == [s.value for s in CellStatus]
 
 
 def test_the_provision_kinds_are_those_compat_gives() -> None:
-    assert set(defs("provision_how")["enum"]) == set(PROVIDED) | {"unknown", "missing"}
+    assert set(defs("provision_how")["enum"]) == {p.value for p in ProvisionKind}
 
 
 def test_the_member_uses_are_exactly_those_a_requirement_gives() -> None:

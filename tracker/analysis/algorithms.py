@@ -20,9 +20,10 @@ from itertools import product
 
 from tracker.analysis.index import VersionIndex, key
 from tracker.analysis.roles import RoleRules
+from tracker.analysis.vocabulary import MODEL_ROLES
 from tracker.extract.facts import Branch, Cond, ModuleFacts
 
-ROLES = ("target", "draft")
+ROLES = MODEL_ROLES
 Pair = tuple[str, str]
 
 

@@ -21,6 +21,7 @@ from tracker.analysis.index import ClassInfo, Resolution, VersionIndex, key
 from tracker.analysis.interface import Interface
 from tracker.analysis.kinds import KindFinder
 from tracker.analysis.roles import RoleRules, load_rules
+from tracker.analysis.vocabulary import PROVIDED, CheckStatus, ProvisionKind
 
 # What every Python object has, from `object` itself.
 OBJECT_MEMBERS = frozenset(
@@ -39,9 +40,7 @@ MAX_FORWARD_DEPTH = 3
 @dataclass(frozen=True)
 class Provision:
     member: str
-    # "defined" | "inherited" | "attribute" | "external" | "forwarded" | "alternative"
-    # | "unknown" | "missing"
-    how: str
+    how: str  # a ProvisionKind (tracker.analysis.vocabulary)
     # The providing class ("transformers.PreTrainedModel (transformers 4.57.1)" for an
     # external one; the forward and its candidates for "forwarded"); why it is unknown; for
     # "missing", what else was looked at (external bases besides torch.nn.Module, forwarded-to
@@ -78,7 +77,7 @@ class ModelCheck:
     kind: str
     algorithm: str
     role: str
-    status: str  # "ok" | "broken" | "unknown"
+    status: str  # a CheckStatus (tracker.analysis.vocabulary)
     missing: tuple[str, ...] = ()
     unknown: tuple[str, ...] = ()
     provisions: tuple[Provision, ...] = ()
@@ -279,11 +278,6 @@ def provision_or_alternative(
     return found
 
 
-PROVIDED = frozenset(
-    {"defined", "inherited", "attribute", "external", "forwarded", "alternative"}
-)
-
-
 def delegations(index: VersionIndex, cls: str, member: str) -> list[Delegation]:
     """Inner models held in `self.<attr>` whose class provides `member`."""
     found: list[Delegation] = []
@@ -371,18 +365,20 @@ def check_entry(
                                  needs.alternatives.get((algorithm, role, m), ()))
         for m in members
     )
-    missing = tuple(p.member for p in provs if p.how == "missing")
-    unknown = tuple(p.member for p in provs if p.how == "unknown")
+    missing = tuple(p.member for p in provs if p.how == ProvisionKind.MISSING)
+    unknown = tuple(p.member for p in provs if p.how == ProvisionKind.UNKNOWN)
     delegs: list[Delegation] = []
     for m in missing:
         delegs.extend(delegations(index, entry.key, m))
-    status = "broken" if missing else "unknown" if unknown else "ok"
+    status: str = (
+        CheckStatus.BROKEN if missing else CheckStatus.UNKNOWN if unknown else CheckStatus.OK
+    )
     contract: tuple[ContractFinding, ...] = ()
     contract_unknown = ""
     if status == "ok" and role == "target" and SETTER in members:
         result = check_contract(index, entry.key)
         contract, contract_unknown = result.findings, result.unknown
-        status = "broken" if contract else status
+        status = CheckStatus.BROKEN if contract else status
     return ModelCheck(
         entry.name, entry.path, entry.kind, algorithm, role, status, missing, unknown,
         provs, tuple(delegs), contract=contract, contract_unknown=contract_unknown,

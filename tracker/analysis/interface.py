@@ -22,9 +22,9 @@ from tracker.analysis.callgraph import CallGraph
 from tracker.analysis.drafts import DraftModels, draft_models
 from tracker.analysis.index import VersionIndex, key, split_key
 from tracker.analysis.roles import ReceiverRule, RoleRules, load_rules
+from tracker.analysis.vocabulary import STATUS_ORDER as STATUS_ORDER
+from tracker.analysis.vocabulary import Guard, RequirementStatus
 from tracker.extract.facts import Branch, Call, Context, FunctionDef, ModuleFacts, Read
-
-STATUS_ORDER = {"required": 0, "conditional": 1, "optional": 2}
 
 # Members every Python object and every torch.nn.Module has (the models are nn.Modules):
 # using one asks nothing of a model class, so it is never a requirement
@@ -62,7 +62,7 @@ class Site:
     function: str  # qualname inside the module: "EAGLEWorker.__init__"
     condition: str = ""  # the enclosing conditions, rendered; "" when unconditional
     status: str = "required"
-    guard: str = ""  # "hasattr" | "hasattr-raises" | "getattr-default" | "except AttributeError"
+    guard: str = ""  # a Guard, or "" for none
     arity: str = ""  # "0", "1", "1+kw", "*" for calls; "" for reads
     call_path: tuple[str, ...] = ()  # worker entry -> ... -> the function holding the site
 
@@ -92,7 +92,7 @@ class Requirement:
 def _use(site: Site) -> str:
     if site.arity:
         return "call"
-    return "hasattr" if site.guard in ("hasattr", "hasattr-raises") else "attribute"
+    return "hasattr" if site.guard and Guard.of(site.guard).probes else "attribute"
 
 
 @dataclass(frozen=True)
@@ -350,12 +350,12 @@ def _guard_of(
     line: int,
 ) -> str:
     if context.catches_attribute_error:
-        return "except AttributeError"
+        return Guard.EXCEPT_ATTRIBUTE_ERROR
     for br in context.branches:
         if br.holds and _mentions_hasattr(
             br.test, site_receiver, member, analysis, module, context.scope, line
         ):
-            return "hasattr"
+            return Guard.HASATTR
     return ""
 
 
@@ -456,10 +456,11 @@ class _Collector:
             probed = an.role_of(module, scope, call.line, obj, name[1:-1])
             if probed is None:
                 return
+            guard: str
             if call.name == "hasattr":
-                guard = "hasattr-raises" if call.asserted else "hasattr"
+                guard = Guard.HASATTR_RAISES if call.asserted else Guard.HASATTR
             else:
-                guard = "getattr-default" if len(call.args) >= 3 or call.keywords else ""
+                guard = Guard.GETATTR_DEFAULT if len(call.args) >= 3 or call.keywords else ""
             self.member(module, path, call.line, call.context, probed[0],
                         an.expand(module, scope, call.line, obj), probed[1], guard, "")
             return
@@ -602,6 +603,6 @@ def _site(
 
 
 def _status(decided: bool, guard: str) -> str:
-    if guard and guard != "hasattr-raises":
-        return "optional"
-    return "required" if decided else "conditional"
+    if guard and Guard.of(guard).tolerates:
+        return RequirementStatus.OPTIONAL
+    return RequirementStatus.REQUIRED if decided else RequirementStatus.CONDITIONAL

@@ -66,13 +66,17 @@ class RoleRules:
     # Structural kind markers: ("generative" | "pooling", class names constructed).
     kind_markers: tuple[tuple[str, frozenset[str]], ...] = ()
     draft_models: DraftModelRules = field(default_factory=lambda: DraftModelRules())
+    # Memos of answers derived from the rules: `init=False`, so `dataclasses.replace` (other
+    # rules) starts them empty instead of sharing the old rules' answers.
     _memo: dict[tuple[str, str | None], tuple[ReceiverRule, ...]] = field(
-        default_factory=dict, compare=False, repr=False
+        default_factory=dict, compare=False, repr=False, init=False
     )
     _touched: dict[tuple[str, str | None, str, str], tuple[ReceiverRule, str, str] | None] = (
-        field(default_factory=dict, compare=False, repr=False)
+        field(default_factory=dict, compare=False, repr=False, init=False)
     )
-    _markers: dict[str, frozenset[str]] = field(default_factory=dict, compare=False, repr=False)
+    _markers: dict[str, frozenset[str]] = field(
+        default_factory=dict, compare=False, repr=False, init=False
+    )
 
     def rules_in(self, module: str, class_name: str | None) -> tuple[ReceiverRule, ...]:
         memo_key = (module, class_name)

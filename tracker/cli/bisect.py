@@ -117,7 +117,7 @@ def broke_in_finder(ws: Workspace, old: str, new: str, sources: tuple[object, ob
     """For `issues` and `changelog` in git mode: a function naming the commit between OLD
     and NEW that broke a model's change, or None when the versions are not two commits of
     the workspace's git source (or --no-bisect)."""
-    from tracker.compare.diff import WRAPPER_BROKE
+    from tracker.compare.changes import ChangeKind, kinds_where
 
     if no_bisect or ws.source.kind != "git" or any(s is not ws.source for s in sources):
         return None
@@ -127,7 +127,7 @@ def broke_in_finder(ws: Workspace, old: str, new: str, sources: tuple[object, ob
     except TrackerError as exc:
         ws.feedback.warn(f"cannot name the commits that broke models ({exc})")
         return None
-    kinds = WRAPPER_BROKE | {"model_wrapper_added_unsupported"}
+    kinds = kinds_where(group="broke") | {ChangeKind.MODEL_WRAPPER_ADDED_UNSUPPORTED}
 
     def find(change: Change) -> dict[str, Any] | None:
         if change.kind not in kinds:

@@ -1,8 +1,8 @@
 """What changed between two versions: interface changes and model wrapper events.
 
-Change kinds are named `<subject>_<change>` and each has one message; every check runs on
-every pair of versions, and a version compared with itself yields nothing. Results are
-sorted deterministically.
+Change kinds (tracker.compare.changes.ChangeKind) are named `<subject>_<change>` and each
+has one message; every check runs on every pair of versions, and a version compared with
+itself yields nothing. Results are sorted deterministically.
 """
 
 from __future__ import annotations
@@ -12,53 +12,12 @@ from dataclasses import dataclass, field
 
 from tracker.analysis.compat import Compat, ModelCheck, natural_role
 from tracker.analysis.interface import FieldUse, Interface, Requirement
-
-# kind -> message template; {role} is "target" or "draft", {was} and {now} the numbers of
-# arguments of the calls before and after ("1", "0/1", "1+1kw").
-CHANGE_KINDS: dict[str, str] = {
-    "algorithm_added": "new algorithm {subject}",
-    "algorithm_removed": "algorithm {subject} is gone",
-    "member_now_required": "the {role} model must now provide {subject}",
-    "member_now_optional": "the {role} model's {subject} is now used when present",
-    "member_no_longer_required": "the {role} model no longer needs {subject}",
-    "member_no_longer_used": "the {role} model's optional {subject} is no longer used",
-    "member_became_optional": "{subject} on the {role} model is no longer always required",
-    "member_became_required": "{subject} on the {role} model is now required",
-    "call_arity_changed": (
-        "{subject} on the {role} model is now called with {now} arguments (was {was})"
-    ),
-    "output_field_added": "the forward output's {subject} is now read",
-    "output_field_removed": "the forward output's {subject} is no longer read",
-    "config_key_added": "configuration key {subject} is now read",
-    "config_key_removed": "configuration key {subject} is no longer read",
-    "model_wrapper_broke": "{subject} no longer provides what {algorithm} requires",
-    "model_wrapper_fixed": "{subject} now provides what {algorithm} requires",
-    # The members are all there, and the aux-hidden-state contract (tracker.analysis.contract) is
-    # what broke or was fixed: its own kind, so an issue about it is its own issue.
-    "model_wrapper_contract_broke": (
-        "{subject} provides the members but breaks {algorithm}'s aux-hidden-state contract"
-    ),
-    "model_wrapper_contract_fixed": (
-        "{subject} no longer breaks {algorithm}'s aux-hidden-state contract"
-    ),
-    "model_wrapper_added_unsupported": "new class {subject} lacks what {algorithm} requires",
-    "model_wrapper_added_supported": "new class {subject} supports {algorithm}",
-    "model_wrapper_removed": "{subject} is no longer registered",
-}
-
-# A wrapper that worked in the previous version and no longer does, and the reverse.
-WRAPPER_BROKE = frozenset({"model_wrapper_broke", "model_wrapper_contract_broke"})
-WRAPPER_FIXED = frozenset({"model_wrapper_fixed", "model_wrapper_contract_fixed"})
-
-# Kinds a maintainer must act on, ranked before the rest.
-BREAKING = frozenset(
-    {"member_now_required", "member_became_required", "call_arity_changed", *WRAPPER_BROKE}
-)
+from tracker.compare.changes import ChangeKind, ModelEvent
 
 
 @dataclass(frozen=True)
 class Change:
-    kind: str
+    kind: ChangeKind
     algorithm: str
     subject: str
     role: str = ""
@@ -68,9 +27,13 @@ class Change:
     # inner model provides, or it broke where it worked before.
     notable: bool = False
 
+    def __post_init__(self) -> None:
+        # A kind given by its name (a test, a stored document) still carries its metadata.
+        object.__setattr__(self, "kind", ChangeKind.of(self.kind))
+
     @property
     def message(self) -> str:
-        return CHANGE_KINDS[self.kind].format(
+        return self.kind.message.format(
             subject=self.subject,
             role=self.role or "target",
             algorithm=self.algorithm,
@@ -80,7 +43,7 @@ class Change:
 
     @property
     def breaking(self) -> bool:
-        return self.kind in BREAKING
+        return self.kind.breaking
 
     @property
     def accepted(self) -> str:
@@ -94,8 +57,8 @@ class Change:
         or a new class arriving without what its own inner model or a sibling class in its
         file provides (not a new class that, like its neighbours, never supported the
         algorithm)."""
-        return self.kind in WRAPPER_BROKE or (
-            self.kind == "model_wrapper_added_unsupported" and self.notable
+        return self.kind.event is ModelEvent.BROKE or (
+            self.kind is ChangeKind.MODEL_WRAPPER_ADDED_UNSUPPORTED and self.notable
         )
 
 
@@ -112,7 +75,7 @@ class Diff:
     # Requirements present in both, for the "unchanged (was :153)" lines.
     unchanged: list[tuple[Requirement, Requirement]] = field(default_factory=list)
 
-    def of_kind(self, *kinds: str) -> list[Change]:
+    def of_kind(self, *kinds: ChangeKind) -> list[Change]:
         return [c for c in self.changes if c.kind in kinds]
 
     @property
@@ -129,10 +92,10 @@ def interface_changes(
 ) -> Iterator[Change | tuple[Requirement, Requirement]]:
     for a in sorted(set(new.algorithms) - set(old.algorithms)):
         if a in algorithms:
-            yield Change("algorithm_added", a, a)
+            yield Change(ChangeKind.ALGORITHM_ADDED, a, a)
     for a in sorted(set(old.algorithms) - set(new.algorithms)):
         if a in algorithms:
-            yield Change("algorithm_removed", a, a)
+            yield Change(ChangeKind.ALGORITHM_REMOVED, a, a)
     before, after = _req_index(old), _req_index(new)
     for k in sorted(set(before) | set(after)):
         algorithm, role, member = k
@@ -140,25 +103,41 @@ def interface_changes(
             continue
         o, n = before.get(k), after.get(k)
         if o is None and n is not None:
-            kind = "member_now_required" if n.status == "required" else "member_now_optional"
+            kind = (
+                ChangeKind.MEMBER_NOW_REQUIRED
+                if n.status == "required"
+                else ChangeKind.MEMBER_NOW_OPTIONAL
+            )
             yield Change(kind, algorithm, member, role, None, n)
         elif n is None and o is not None:
             kind = (
-                "member_no_longer_required" if o.status == "required" else "member_no_longer_used"
+                ChangeKind.MEMBER_NO_LONGER_REQUIRED
+                if o.status == "required"
+                else ChangeKind.MEMBER_NO_LONGER_USED
             )
             yield Change(kind, algorithm, member, role, o, None)
         elif o is not None and n is not None:
             if o.status == "required" and n.status != "required":
-                yield Change("member_became_optional", algorithm, member, role, o, n)
+                yield Change(ChangeKind.MEMBER_BECAME_OPTIONAL, algorithm, member, role, o, n)
             elif o.status != "required" and n.status == "required":
-                yield Change("member_became_required", algorithm, member, role, o, n)
+                yield Change(ChangeKind.MEMBER_BECAME_REQUIRED, algorithm, member, role, o, n)
             elif o.kind == "call" and n.kind == "call" and o.arities != n.arities:
-                yield Change("call_arity_changed", algorithm, member, role, o, n)
+                yield Change(ChangeKind.CALL_ARITY_CHANGED, algorithm, member, role, o, n)
             else:
                 yield (o, n)
-    for kind, old_fields, new_fields in (
-        ("output_field", old.output_fields, new.output_fields),
-        ("config_key", old.config_keys, new.config_keys),
+    for added, removed, old_fields, new_fields in (
+        (
+            ChangeKind.OUTPUT_FIELD_ADDED,
+            ChangeKind.OUTPUT_FIELD_REMOVED,
+            old.output_fields,
+            new.output_fields,
+        ),
+        (
+            ChangeKind.CONFIG_KEY_ADDED,
+            ChangeKind.CONFIG_KEY_REMOVED,
+            old.config_keys,
+            new.config_keys,
+        ),
     ):
         fb = {(f.algorithm, f.owner, f.name): f for f in old_fields}
         fa = {(f.algorithm, f.owner, f.name): f for f in new_fields}
@@ -166,11 +145,11 @@ def interface_changes(
             algorithm, owner, name = k
             if algorithm not in algorithms:
                 continue
-            subject = f"{owner}.{name}" if kind == "output_field" else f"{owner}[{name!r}]"
+            subject = f"{owner}.{name}" if added.area == "output_field" else f"{owner}[{name!r}]"
             if k not in fb:
-                yield Change(f"{kind}_added", algorithm, subject, "", None, fa[k])
+                yield Change(added, algorithm, subject, "", None, fa[k])
             elif k not in fa:
-                yield Change(f"{kind}_removed", algorithm, subject, "", fb[k], None)
+                yield Change(removed, algorithm, subject, "", fb[k], None)
 
 
 def model_changes(old: Compat, new: Compat, algorithms: tuple[str, ...]) -> Iterator[Change]:
@@ -193,10 +172,18 @@ def model_changes(old: Compat, new: Compat, algorithms: tuple[str, ...]) -> Iter
         o, n = before.get(k), after.get(k)
         if o is not None and n is not None:
             if o.status == "ok" and n.status == "broken":
-                kind = "model_wrapper_contract_broke" if n.contract else "model_wrapper_broke"
+                kind = (
+                    ChangeKind.MODEL_WRAPPER_CONTRACT_BROKE
+                    if n.contract
+                    else ChangeKind.MODEL_WRAPPER_BROKE
+                )
                 yield Change(kind, algorithm, model, n.role, o, n, notable=True)
             elif o.status == "broken" and n.status == "ok":
-                kind = "model_wrapper_contract_fixed" if o.contract else "model_wrapper_fixed"
+                kind = (
+                    ChangeKind.MODEL_WRAPPER_CONTRACT_FIXED
+                    if o.contract
+                    else ChangeKind.MODEL_WRAPPER_FIXED
+                )
                 yield Change(kind, algorithm, model, n.role, o, n)
         elif n is not None and model not in old_names:
             if n.status == "broken":
@@ -205,7 +192,7 @@ def model_changes(old: Compat, new: Compat, algorithms: tuple[str, ...]) -> Iter
                 siblings = ok_siblings.get((n.path, algorithm), set()) - {model}
                 notable = bool(n.delegations) or bool(siblings)
                 yield Change(
-                    "model_wrapper_added_unsupported",
+                    ChangeKind.MODEL_WRAPPER_ADDED_UNSUPPORTED,
                     algorithm,
                     model,
                     n.role,
@@ -214,9 +201,11 @@ def model_changes(old: Compat, new: Compat, algorithms: tuple[str, ...]) -> Iter
                     notable=notable,
                 )
             elif n.status == "ok":
-                yield Change("model_wrapper_added_supported", algorithm, model, n.role, None, n)
+                yield Change(
+                    ChangeKind.MODEL_WRAPPER_ADDED_SUPPORTED, algorithm, model, n.role, None, n
+                )
         elif o is not None and model not in new_names:
-            yield Change("model_wrapper_removed", algorithm, model, o.role, o, None)
+            yield Change(ChangeKind.MODEL_WRAPPER_REMOVED, algorithm, model, o.role, o, None)
 
 
 def diff(
@@ -243,7 +232,7 @@ def rank(change: Change) -> tuple[int, str, str, str]:
         first = 0
     elif change.notable:
         first = 1
-    elif change.kind.startswith("model_wrapper"):
+    elif change.kind.model_event:
         first = 3
     else:
         first = 2

@@ -17,11 +17,12 @@ from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
 
 from tracker.analysis.compat import EntryClass, ModelCheck, natural_role
+from tracker.analysis.vocabulary import CHECKED, CellStatus
+from tracker.compare.changes import ModelEvent
 from tracker.compare.snapshot import Snapshot
 
-CHECKED = ("ok", "broken", "unknown")
 # Every kind of event a matrix or history can hold (the JSON Schemas list the same).
-EVENT_KINDS = ("appeared", "present", "broke", "fixed", "removed", "changed")
+EVENT_KINDS: tuple[str, ...] = tuple(e.value for e in ModelEvent)
 
 
 def status_counts(statuses: Iterable[str], kinds: Sequence[str] = CHECKED) -> dict[str, int]:
@@ -52,7 +53,7 @@ class Event:
     model: str
     algorithm: str
     version: str
-    kind: str  # one of EVENT_KINDS
+    kind: ModelEvent
     status: str  # status at `version`
     members: tuple[str, ...] = ()  # missing (appeared/broke/changed) or now provided (fixed)
     previous: str = ""  # the version before
@@ -129,7 +130,7 @@ def build_matrix(
             )
             if event is None and i == 0 and previous_status == status and status in CHECKED:
                 # Already there before the range, as it is at its start.
-                event = Event(model, algorithm, snap.version, "present", status,
+                event = Event(model, algorithm, snap.version, ModelEvent.PRESENT, status,
                               current_missing, previous_version)
             if event is not None:
                 m.events.append(event)
@@ -178,16 +179,18 @@ def _event(
     missing_before: tuple[str, ...],
     missing_after: tuple[str, ...],
 ) -> Event | None:
-    checked = CHECKED
-    if before in ("absent", "n/a") and after in checked:
+    def event(kind: ModelEvent, members: tuple[str, ...]) -> Event:
+        return Event(model, algorithm, version, kind, after, members, previous_version)
+
+    if before not in CHECKED and after in CHECKED:
         # First time the algorithm asks anything of this class (or the class is new).
-        return Event(model, algorithm, version, "appeared", after, missing_after, previous_version)
-    if before in checked and after == "absent":
-        return Event(model, algorithm, version, "removed", after, (), previous_version)
-    if before == "ok" and after == "broken":
-        return Event(model, algorithm, version, "broke", after, missing_after, previous_version)
-    if before == "broken" and after == "ok":
-        return Event(model, algorithm, version, "fixed", after, missing_before, previous_version)
-    if before == "broken" and after == "broken" and missing_before != missing_after:
-        return Event(model, algorithm, version, "changed", after, missing_after, previous_version)
+        return event(ModelEvent.APPEARED, missing_after)
+    if before in CHECKED and after == CellStatus.ABSENT:
+        return event(ModelEvent.REMOVED, ())
+    if before == CellStatus.OK and after == CellStatus.BROKEN:
+        return event(ModelEvent.BROKE, missing_after)
+    if before == CellStatus.BROKEN and after == CellStatus.OK:
+        return event(ModelEvent.FIXED, missing_before)
+    if before == after == CellStatus.BROKEN and missing_before != missing_after:
+        return event(ModelEvent.CHANGED, missing_after)
     return None

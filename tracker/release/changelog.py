@@ -12,16 +12,12 @@ from typing import Any
 
 from tracker.analysis.compat import Compat, ModelCheck
 from tracker.analysis.interface import FieldUse, Interface, Requirement
-from tracker.compare.diff import WRAPPER_BROKE, WRAPPER_FIXED, Change, Diff, rank
+from tracker.compare.changes import ChangeKind
+from tracker.compare.diff import Change, Diff, rank
 from tracker.release.issues import BrokeIn, oversight
 from tracker.render.documents import field_doc, finding_doc, requirement_doc
 
 SCHEMA = "sglang-tracker/changelog@2"
-
-_ADDED = ("member_now_required", "member_now_optional")
-_REMOVED = ("member_no_longer_required", "member_no_longer_used")
-_CHANGED = ("member_became_optional", "member_became_required", "call_arity_changed")
-
 
 def changelog_document(d: Diff, new: Interface, compat: Compat, source: str,
                        show_all: bool = False, broke_in: BrokeIn | None = None
@@ -44,7 +40,7 @@ def changelog_document(d: Diff, new: Interface, compat: Compat, source: str,
 
 
 def _worth_a_look(c: Change, compat: Compat) -> bool:
-    return c.kind == "model_wrapper_added_unsupported" and c.notable \
+    return c.kind is ChangeKind.MODEL_WRAPPER_ADDED_UNSUPPORTED and c.notable \
         and isinstance(c.new, ModelCheck) and oversight(c.new, compat)
 
 
@@ -52,31 +48,28 @@ def _section(alg: str, changes: list[Change], d: Diff, new: Interface, worth: se
              show_all: bool, broke_in: BrokeIn | None = None) -> dict[str, Any]:
     members: dict[str, dict[str, list[dict[str, Any]]]] = {}
     for role in ("target", "draft"):
-        mine = [c for c in changes if c.role == role and c.kind.startswith(("member_",
-                                                                            "call_"))]
-        groups = {"added": [_member(c, d) for c in mine if c.kind in _ADDED],
-                  "removed": [_member(c, d) for c in mine if c.kind in _REMOVED],
-                  "changed": [_member(c, d) for c in mine if c.kind in _CHANGED]}
+        mine = [c for c in changes if c.role == role and c.kind.area == "member"]
+        groups: dict[str, list[dict[str, Any]]] = {"added": [], "removed": [], "changed": []}
+        for c in mine:
+            groups[c.kind.group].append(_member(c, d))
         if any(groups.values()):
             members[role] = groups
-    fields = {"added": [_field(c, d) for c in changes if c.kind == "output_field_added"],
-              "removed": [_field(c, d) for c in changes if c.kind == "output_field_removed"]}
-    keys = {"added": [_field(c, d) for c in changes if c.kind == "config_key_added"],
-            "removed": [_field(c, d) for c in changes if c.kind == "config_key_removed"]}
+    fields: dict[str, list[dict[str, Any]]] = {"added": [], "removed": []}
+    keys: dict[str, list[dict[str, Any]]] = {"added": [], "removed": []}
+    for c in changes:
+        if c.kind.area in ("output_field", "config_key"):
+            (fields if c.kind.area == "output_field" else keys)[c.kind.group].append(_field(c, d))
     required = {(r.role, r.member): r for r in new.for_algorithm(alg)}
     broken = [_broken(c, required, d, broke_in) for c in changes
-              if c.kind in WRAPPER_BROKE or id(c) in worth]
-    fixed = [_fixed(c) for c in changes if c.kind in WRAPPER_FIXED]
-    others = {
-        "new_supported": [c.subject for c in changes
-                          if c.kind == "model_wrapper_added_supported"],
-        "new_unsupported": [c.subject for c in changes
-                            if c.kind == "model_wrapper_added_unsupported"
-                            and id(c) not in worth],
-        "removed": [c.subject for c in changes if c.kind == "model_wrapper_removed"],
-    }
+              if c.kind.group == "broke" or id(c) in worth]
+    fixed = [_fixed(c) for c in changes if c.kind.group == "fixed"]
+    # The other model events, listed by name only (a notable new class is under broken).
+    others: dict[str, list[str]] = {"new_supported": [], "new_unsupported": [], "removed": []}
+    for c in changes:
+        if c.kind.model_event and c.kind.group in others and id(c) not in worth:
+            others[c.kind.group].append(c.subject)
     lifecycle = [{"kind": c.kind, "message": c.message} for c in changes
-                 if c.kind in ("algorithm_added", "algorithm_removed")]
+                 if c.kind.area == "algorithm"]
     fields = {k: v for k, v in fields.items() if v}
     keys = {k: v for k, v in keys.items() if v}
     return {
@@ -121,7 +114,7 @@ def _broken(c: Change, required: dict[tuple[str, str], Requirement], d: Diff,
                         "delegation": next((f"self.{x.attribute}" for x in check.delegations
                                             if x.member == member), "")})
     found = broke_in(c) if broke_in is not None else None
-    return {"model": c.subject, "path": check.path, "new": c.kind not in WRAPPER_BROKE,
+    return {"model": c.subject, "path": check.path, "new": c.kind.group != "broke",
             "missing": missing, "tag": d.new_version,
             "contract": [finding_doc(f) for f in check.contract],
             "fix": bool(check.delegations),
@@ -149,16 +142,16 @@ def _summary(d: Diff, changes: list[Change], worth: set[int]) -> str:
     if not changes:
         return (f"No speculative decoding interface changes between sglang {d.old_version} "
                 f"and {d.new_version} ({', '.join(d.algorithms)}).")
-    interface = [c for c in changes if not c.kind.startswith("model_wrapper")]
+    interface = [c for c in changes if not c.kind.model_event]
     breaking = sum(1 for c in interface if c.breaking)
     if interface:
         parts = [f"{len(interface)} interface change{'' if len(interface) == 1 else 's'}"
                  + (f" ({breaking} breaking)" if breaking else "")]
     else:
         parts = ["no interface changes"]
-    broke = sorted({c.subject for c in changes if c.kind in WRAPPER_BROKE})
+    broke = sorted({c.subject for c in changes if c.kind.group == "broke"})
     notable = sorted({c.subject for c in changes if id(c) in worth})
-    fixed = sorted({c.subject for c in changes if c.kind in WRAPPER_FIXED})
+    fixed = sorted({c.subject for c in changes if c.kind.group == "fixed"})
     for names, one, many in ((broke, "wrapper broke", "wrappers broke"),
                              (notable, "new wrapper lacks support",
                               "new wrappers lack support"),

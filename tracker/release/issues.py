@@ -22,7 +22,8 @@ from tracker.analysis.contract import ContractRule
 from tracker.analysis.index import VersionIndex
 from tracker.analysis.interface import Interface, Requirement
 from tracker.common.errors import TrackerError
-from tracker.compare.diff import WRAPPER_BROKE, Change, Diff, rank
+from tracker.compare.changes import ChangeKind, ModelEvent
+from tracker.compare.diff import Change, Diff, rank
 from tracker.render.documents import RenderOptions, check_doc, finding_doc, render, requirement_doc
 from tracker.sources.base import VersionTree
 
@@ -33,11 +34,11 @@ TITLE_MAX = 250
 BODY_MAX = 65000
 BASE_LABELS = (TRACKER_LABEL, "speculative-decoding")
 
-MODEL_KINDS = WRAPPER_BROKE | {"model_wrapper_added_unsupported"}
-MEMBER_KINDS = frozenset({"member_now_required", "member_became_required",
-                          "member_no_longer_required"})
+# The kinds that are filed (ChangeKind.issue): about a model wrapper or a member.
+MODEL_KINDS = frozenset(k for k in ChangeKind if k.issue is not None and k.model_event)
+MEMBER_KINDS = frozenset(k for k in ChangeKind if k.issue is not None and k.area == "member")
 # Reports a later release can resolve; a removed member is news, not something to fix.
-CLOSABLE_KINDS = MODEL_KINDS | {"member_now_required", "member_became_required"}
+CLOSABLE_KINDS = frozenset(k for k in ChangeKind if k.issue is not None and k.issue.closable)
 
 _FINGERPRINT = re.compile(r"<!--\s*sglang-tracker:fingerprint=([0-9a-f]{16,64})\s*-->")
 _REPORT = re.compile(r"<!--\s*sglang-tracker:report=(\{.*?\})\s*-->", re.DOTALL)
@@ -138,9 +139,9 @@ def accepted_instead(d: Diff, compat: Compat) -> list[Change]:
 
 
 def _worth_an_issue(change: Change, compat: Compat) -> bool:
-    if change.kind in WRAPPER_BROKE:
+    if change.kind.event is ModelEvent.BROKE:
         return True
-    if change.kind == "model_wrapper_added_unsupported":
+    if change.kind is ChangeKind.MODEL_WRAPPER_ADDED_UNSUPPORTED:
         return change.notable and isinstance(change.new, ModelCheck) \
             and oversight(change.new, compat)
     return change.kind in MEMBER_KINDS and change.role == "target"
@@ -202,7 +203,8 @@ def build_issues(d: Diff, old: Interface, new: Interface, compat: Compat, *, sou
 
 def _common(report: IssueFacts, source: str) -> dict[str, Any]:
     return {"schema": ISSUE_SCHEMA, "fingerprint": report.fingerprint,
-            "report": report.to_dict(), "kind": report.kind, "algorithm": report.algorithm,
+            "report": report.to_dict(), "kind": ChangeKind.of(report.kind),
+            "algorithm": report.algorithm,
             "role": report.role, "from": report.previous, "to": report.version,
             "source": source, "fingerprint_marker": fingerprint_marker(report.fingerprint),
             "report_marker": report_marker(report)}
@@ -229,36 +231,27 @@ def _issue(report: IssueFacts, doc: dict[str, Any], options: RenderOptions,
 
 
 def _labels(report: IssueFacts) -> tuple[str, ...]:
-    extra = {"model_wrapper_broke": ("model-wrapper", "regression"),
-             "model_wrapper_contract_broke": ("model-wrapper", "regression"),
-             "model_wrapper_added_unsupported": ("model-wrapper", "new-model")}
-    specific = extra.get(report.kind, ("interface-change", f"{report.role}-model"))
+    spec = ChangeKind.of(report.kind).issue
+    assert spec is not None, f"{report.kind} is never filed"
+    specific = tuple(label.format(role=report.role) for label in spec.labels)
     return (*BASE_LABELS, f"algorithm:{report.algorithm}", *specific)
 
 
 def _title(report: IssueFacts, doc: dict[str, Any]) -> str:
-    alg, subject, version = report.algorithm, report.subject, report.version
+    kind = ChangeKind.of(report.kind)
+    assert kind.issue is not None, f"{kind} is never filed"
     missing = ", ".join(m["member"] for m in doc.get("missing", []))
     broken = "; ".join(dict.fromkeys(f["headline"] for f in doc.get("contract", [])))
-    if broken:
-        new = "new " if report.kind == "model_wrapper_added_unsupported" else ""
-        since = f"({version})" if new else f"(broken since {version})"
-        return f"[{alg}] {new}{subject} breaks the aux-hidden-state contract: {broken} {since}"
-    if report.kind == "model_wrapper_broke":
-        return f"[{alg}] {subject} no longer provides {missing} (broken since {version})"
-    if report.kind == "model_wrapper_added_unsupported":
-        hint = ""
-        delegated = [m["member"] for m in doc.get("missing", []) if m["delegation"]]
-        if delegated:
-            what = ("it" if len(delegated) == 1 else "them") \
-                if len(delegated) == len(doc["missing"]) else ", ".join(delegated)
-            hint = f"; its self.{doc['delegation_attributes'][0]} provides {what}"
-        return f"[{alg}] new {subject} lacks {missing}{hint} ({version})"
-    if report.kind == "member_now_required":
-        return f"[{alg}] the {report.role} model must now provide {subject} ({version})"
-    if report.kind == "member_became_required":
-        return f"[{alg}] {subject} on the {report.role} model is now required ({version})"
-    return f"[{alg}] the {report.role} model no longer needs {subject} ({version})"
+    hint = ""
+    delegated = [m["member"] for m in doc.get("missing", []) if m.get("delegation")]
+    if delegated and kind.event is ModelEvent.APPEARED:
+        what = ("it" if len(delegated) == 1 else "them") \
+            if len(delegated) == len(doc["missing"]) else ", ".join(delegated)
+        hint = f"; its self.{doc['delegation_attributes'][0]} provides {what}"
+    title = kind.issue.contract_title if broken and kind.issue.contract_title \
+        else kind.issue.title
+    return title.format(algorithm=report.algorithm, subject=report.subject, role=report.role,
+                        version=report.version, missing=missing, hint=hint, broken=broken)
 
 
 # ------------------------------------------------------------------ model issues
@@ -361,7 +354,7 @@ def _member_document(report: IssueFacts, change: Change, old: Interface, new: In
     shown = req or before
     assert shown is not None
     lacking = []
-    if change.kind != "member_no_longer_required":
+    if change.kind.group != "removed":  # who lacks a member gone is no news
         for c in compat.checks:
             # Classes in their kind's own role: every generative class lacks a new draft
             # member when loaded as a draft, which would drown the draft classes.
@@ -397,7 +390,7 @@ def fixed_reason(report: IssueFacts, interface: Interface, compat: Compat) -> st
         check = compat.check_for(report.subject, report.algorithm)
         if check is None or check.status != "ok":
             return None
-        if report.kind == "model_wrapper_contract_broke":
+        if ChangeKind.of(report.kind).contract:
             if check.contract_unknown:
                 return None  # ok only because the contract could not be followed
             return (f"`{report.subject}` no longer breaks {report.algorithm}'s "

@@ -20,6 +20,7 @@ from tracker.analysis.compat import Compat, ModelCheck, natural_role
 from tracker.analysis.contract import ContractFinding
 from tracker.analysis.interface import FieldUse, Interface, Requirement
 from tracker.common.errors import TrackerError
+from tracker.compare.changes import kinds_where
 from tracker.compare.diff import Change, Diff, rank
 from tracker.compare.matrix import check_row, status_counts
 
@@ -273,7 +274,8 @@ def _environment(options: RenderOptions) -> Any:
         tag=tag, path=s["path"], line=s["line"]
     )
     env.filters["call"] = _call_text
-    env.tests["model_event"] = lambda kind: str(kind).startswith("model_wrapper")
+    # Kept for templates of earlier versions; the built-in ones say `c.kind.model_event`.
+    env.tests["model_event"] = lambda kind: kind in kinds_where(model_event=True)
     return env
 
 

@@ -139,12 +139,13 @@ def _site_attrs(use: _SiteUse) -> dict[str, Any]:
         "role": r.role,
         "member": r.member,
         "member_kind": r.kind,
-        "status": s.status,
+        # Plain strings: GraphML writes no enum values (statuses and guards are StrEnums).
+        "status": str(s.status),
         "path": s.path,
         "line": s.line,
         "function": s.function,
         "condition": s.condition,
-        "guard": s.guard,
+        "guard": str(s.guard),
         "arity": s.arity,
     }
 

@@ -15,6 +15,8 @@ from typing import Any
 from tracker import __version__
 from tracker.analysis.compat import ModelCheck
 from tracker.analysis.interface import STATUS_ORDER, FieldUse, Requirement, Site
+from tracker.analysis.vocabulary import CELL_STATUSES
+from tracker.compare.changes import MODEL_GROUPS, ChangeKind, ModelEvent
 from tracker.compare.diff import Change, diff
 from tracker.compare.matrix import Matrix, build_matrix, check_row
 from tracker.compare.snapshot import Snapshot
@@ -23,7 +25,7 @@ from tracker.render.report.graph import CallGraphView, build_call_graph, source_
 
 SCHEMA = "sglang-tracker/report@1"
 GRAPH_MODES = ("all", "changes", "none")
-STATUSES = ("ok", "broken", "unknown", "n/a", "absent")
+STATUSES = CELL_STATUSES
 
 
 @dataclass(frozen=True)
@@ -48,18 +50,8 @@ def _site_doc(site: Site, tag: str, pattern: str) -> dict[str, Any]:
     }
 
 
-_SIGN = {
-    "algorithm_added": "+",
-    "member_now_required": "+",
-    "member_now_optional": "+",
-    "output_field_added": "+",
-    "config_key_added": "+",
-    "algorithm_removed": "−",
-    "member_no_longer_required": "−",
-    "member_no_longer_used": "−",
-    "output_field_removed": "−",
-    "config_key_removed": "−",
-}
+# The report's glyphs for a change's direction (ChangeKind.sign): a true minus sign.
+_GLYPH = {"+": "+", "-": "−"}
 
 
 def _change_doc(change: Change, tag: str, previous: str, pattern: str) -> dict[str, Any]:
@@ -72,7 +64,7 @@ def _change_doc(change: Change, tag: str, previous: str, pattern: str) -> dict[s
         sites = [_site_doc(s, at, pattern) for s in side.sites[:3]]
     return {
         "kind": change.kind,
-        "sign": _SIGN.get(change.kind, "~"),
+        "sign": _GLYPH.get(change.kind.sign, "~"),
         "subject": change.subject,
         "role": change.role,
         "status": status,
@@ -82,27 +74,16 @@ def _change_doc(change: Change, tag: str, previous: str, pattern: str) -> dict[s
     }
 
 
-_MODEL_GROUPS = {
-    "model_wrapper_broke": "broke",
-    "model_wrapper_fixed": "fixed",
-    "model_wrapper_contract_broke": "broke",
-    "model_wrapper_contract_fixed": "fixed",
-    "model_wrapper_added_unsupported": "new_unsupported",
-    "model_wrapper_added_supported": "new_supported",
-    "model_wrapper_removed": "removed",
-}
-
-
 def _model_event_doc(change: Change) -> dict[str, Any]:
     old = change.old if isinstance(change.old, ModelCheck) else None
     new = change.new if isinstance(change.new, ModelCheck) else None
-    members = (old.missing if change.kind == "model_wrapper_fixed" and old else ()) or (
+    members = (old.missing if change.kind is ChangeKind.MODEL_WRAPPER_FIXED and old else ()) or (
         new.missing if new else ()
     )
     # A contract break or fix names the rules (as the matrix events do).
     contract = (
         old.contract
-        if change.kind == "model_wrapper_contract_fixed" and old
+        if change.kind is ChangeKind.MODEL_WRAPPER_CONTRACT_FIXED and old
         else (new.contract if new else ())
     )
     members += tuple(sorted({f"contract: {f.headline}" for f in contract}))
@@ -129,13 +110,13 @@ def _timeline(
         interface = [
             _change_doc(c, cur.version, prev.version, pattern)
             for c in d.changes
-            if not c.kind.startswith("model_wrapper")
+            if not c.kind.model_event
         ]
-        models: dict[str, list[dict[str, Any]]] = {g: [] for g in _MODEL_GROUPS.values()}
+        models: dict[str, list[dict[str, Any]]] = {g: [] for g in MODEL_GROUPS}
         for c in d.changes:
-            group = _MODEL_GROUPS.get(c.kind)
+            group = c.kind.group
             check = c.new if isinstance(c.new, ModelCheck) else c.old
-            if group is None or not isinstance(check, ModelCheck):
+            if not c.kind.model_event or not isinstance(check, ModelCheck):
                 continue
             if check.role in options.kinds:
                 models[group].append(_model_event_doc(c))
@@ -336,7 +317,9 @@ def _algorithm_doc(
     graphs = _graphs(snapshots, algorithm, options, timeline)
     counts = {v: m.counts(v, STATUSES) for v in versions}
     newest = versions[-1]
-    event_counts = {k: sum(1 for e in m.events if e.kind == k) for k in ("broke", "fixed")}
+    event_counts = {
+        k: sum(1 for e in m.events if e.kind == k) for k in (ModelEvent.BROKE, ModelEvent.FIXED)
+    }
     present = [s.version for s in snapshots if algorithm in s.interface.algorithms]
     first = next((s for s in snapshots if algorithm in s.interface.algorithms), None)
     return {

@@ -1,0 +1,333 @@
+"""The vocabulary of what changes between versions: change kinds and model events, each
+member carrying its metadata (message, breaking, sign, group, issue) so that the diff,
+renderers, issues, changelog and templates derive from one table instead of re-listing
+kind names. Values are the serialised strings (JSON, snapshots, issue markers)."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from enum import StrEnum
+
+
+class ModelEvent(StrEnum):
+    """What happened to a (model wrapper, algorithm) between two versions: one vocabulary
+    for the matrix's events and the diff's `model_wrapper_*` kinds (`ChangeKind.event`)."""
+
+    _value_: str
+    description: str
+
+    def __new__(cls, value: str, description: str) -> ModelEvent:
+        member = str.__new__(cls, value)
+        member._value_ = value
+        member.description = description
+        return member
+
+    # The class is new, or the algorithm asks something of it for the first time.
+    APPEARED = "appeared", "first checked at this version"
+    # There since before the range's first version (a range that starts late).
+    PRESENT = "present", "there since before the range"
+    BROKE = "broke", "ok in the previous version, broken in this one"
+    FIXED = "fixed", "broken in the previous version, ok in this one"
+    REMOVED = "removed", "no longer registered"
+    # Still broken, but the set of missing members changed.
+    CHANGED = "changed", "still broken, missing other members"
+
+
+@dataclass(frozen=True)
+class IssueSpec:
+    """How a change kind is filed: the title template ({algorithm}, {subject}, {role},
+    {version}, {missing}, {hint}), the labels after the tracker's own ({role} filled in),
+    and whether a later release can close it."""
+
+    title: str
+    labels: tuple[str, ...]
+    closable: bool
+    # The title when the class breaks the aux-hidden-state contract ({broken}: the rules).
+    contract_title: str = ""
+
+
+@dataclass(frozen=True)
+class KindInfo:
+    """A change kind's metadata.
+
+    `message` is a template: {subject}; {role} "target" or "draft"; {algorithm}; {was} and
+    {now} the numbers of arguments of the calls before and after ("1", "0/1", "1+1kw").
+    `area` is what changed: algorithm, member, output_field, config_key or model.
+    `sign` is the direction: "+" added, "-" gone, "~" changed.
+    `group` is where the change is listed: added/removed/changed for the interface, and
+    broke/fixed/new_unsupported/new_supported/removed for model wrappers.
+    """
+
+    message: str
+    area: str
+    sign: str
+    group: str
+    breaking: bool = False
+    event: ModelEvent | None = None
+    # The aux-hidden-state contract (tracker.analysis.contract), not a member, broke or
+    # was fixed: its own kind, so an issue about it is its own issue.
+    contract: bool = False
+    issue: IssueSpec | None = None
+
+
+_MODEL_LABELS = ("model-wrapper",)
+_CONTRACT_TITLE = (
+    "[{algorithm}] {subject} breaks the aux-hidden-state contract: {broken} "
+    "(broken since {version})"
+)
+_INTERFACE_LABELS = ("interface-change", "{role}-model")
+
+
+class ChangeKind(StrEnum):
+    """Every kind of change `tracker diff` reports, named `<subject>_<change>`."""
+
+    _value_: str
+    info: KindInfo
+
+    def __new__(cls, value: str, info: KindInfo) -> ChangeKind:
+        member = str.__new__(cls, value)
+        member._value_ = value
+        member.info = info
+        return member
+
+    ALGORITHM_ADDED = (
+        "algorithm_added",
+        KindInfo("new algorithm {subject}", "algorithm", "+", "added"),
+    )
+    ALGORITHM_REMOVED = (
+        "algorithm_removed",
+        KindInfo("algorithm {subject} is gone", "algorithm", "-", "removed"),
+    )
+    MEMBER_NOW_REQUIRED = (
+        "member_now_required",
+        KindInfo(
+            "the {role} model must now provide {subject}",
+            "member",
+            "+",
+            "added",
+            breaking=True,
+            issue=IssueSpec(
+                "[{algorithm}] the {role} model must now provide {subject} ({version})",
+                _INTERFACE_LABELS,
+                closable=True,
+            ),
+        ),
+    )
+    MEMBER_NOW_OPTIONAL = (
+        "member_now_optional",
+        KindInfo("the {role} model's {subject} is now used when present", "member", "+", "added"),
+    )
+    MEMBER_NO_LONGER_REQUIRED = (
+        "member_no_longer_required",
+        KindInfo(
+            "the {role} model no longer needs {subject}",
+            "member",
+            "-",
+            "removed",
+            # A removed member is news, not something a later release fixes.
+            issue=IssueSpec(
+                "[{algorithm}] the {role} model no longer needs {subject} ({version})",
+                _INTERFACE_LABELS,
+                closable=False,
+            ),
+        ),
+    )
+    MEMBER_NO_LONGER_USED = (
+        "member_no_longer_used",
+        KindInfo(
+            "the {role} model's optional {subject} is no longer used", "member", "-", "removed"
+        ),
+    )
+    MEMBER_BECAME_OPTIONAL = (
+        "member_became_optional",
+        KindInfo(
+            "{subject} on the {role} model is no longer always required", "member", "~", "changed"
+        ),
+    )
+    MEMBER_BECAME_REQUIRED = (
+        "member_became_required",
+        KindInfo(
+            "{subject} on the {role} model is now required",
+            "member",
+            "~",
+            "changed",
+            breaking=True,
+            issue=IssueSpec(
+                "[{algorithm}] {subject} on the {role} model is now required ({version})",
+                _INTERFACE_LABELS,
+                closable=True,
+            ),
+        ),
+    )
+    CALL_ARITY_CHANGED = (
+        "call_arity_changed",
+        KindInfo(
+            "{subject} on the {role} model is now called with {now} arguments (was {was})",
+            "member",
+            "~",
+            "changed",
+            breaking=True,
+        ),
+    )
+    OUTPUT_FIELD_ADDED = (
+        "output_field_added",
+        KindInfo("the forward output's {subject} is now read", "output_field", "+", "added"),
+    )
+    OUTPUT_FIELD_REMOVED = (
+        "output_field_removed",
+        KindInfo(
+            "the forward output's {subject} is no longer read", "output_field", "-", "removed"
+        ),
+    )
+    CONFIG_KEY_ADDED = (
+        "config_key_added",
+        KindInfo("configuration key {subject} is now read", "config_key", "+", "added"),
+    )
+    CONFIG_KEY_REMOVED = (
+        "config_key_removed",
+        KindInfo("configuration key {subject} is no longer read", "config_key", "-", "removed"),
+    )
+    MODEL_WRAPPER_BROKE = (
+        "model_wrapper_broke",
+        KindInfo(
+            "{subject} no longer provides what {algorithm} requires",
+            "model",
+            "-",
+            "broke",
+            breaking=True,
+            event=ModelEvent.BROKE,
+            issue=IssueSpec(
+                "[{algorithm}] {subject} no longer provides {missing} (broken since {version})",
+                (*_MODEL_LABELS, "regression"),
+                closable=True,
+                contract_title=_CONTRACT_TITLE,
+            ),
+        ),
+    )
+    MODEL_WRAPPER_FIXED = (
+        "model_wrapper_fixed",
+        KindInfo(
+            "{subject} now provides what {algorithm} requires",
+            "model",
+            "+",
+            "fixed",
+            event=ModelEvent.FIXED,
+        ),
+    )
+    MODEL_WRAPPER_CONTRACT_BROKE = (
+        "model_wrapper_contract_broke",
+        KindInfo(
+            "{subject} provides the members but breaks {algorithm}'s aux-hidden-state contract",
+            "model",
+            "-",
+            "broke",
+            breaking=True,
+            event=ModelEvent.BROKE,
+            contract=True,
+            issue=IssueSpec(
+                _CONTRACT_TITLE,
+                (*_MODEL_LABELS, "regression"),
+                closable=True,
+                contract_title=_CONTRACT_TITLE,
+            ),
+        ),
+    )
+    MODEL_WRAPPER_CONTRACT_FIXED = (
+        "model_wrapper_contract_fixed",
+        KindInfo(
+            "{subject} no longer breaks {algorithm}'s aux-hidden-state contract",
+            "model",
+            "+",
+            "fixed",
+            event=ModelEvent.FIXED,
+            contract=True,
+        ),
+    )
+    MODEL_WRAPPER_ADDED_UNSUPPORTED = (
+        "model_wrapper_added_unsupported",
+        KindInfo(
+            "new class {subject} lacks what {algorithm} requires",
+            "model",
+            "+",
+            "new_unsupported",
+            event=ModelEvent.APPEARED,
+            issue=IssueSpec(
+                "[{algorithm}] new {subject} lacks {missing}{hint} ({version})",
+                (*_MODEL_LABELS, "new-model"),
+                closable=True,
+                contract_title="[{algorithm}] new {subject} breaks the "
+                "aux-hidden-state contract: {broken} ({version})",
+            ),
+        ),
+    )
+    MODEL_WRAPPER_ADDED_SUPPORTED = (
+        "model_wrapper_added_supported",
+        KindInfo(
+            "new class {subject} supports {algorithm}",
+            "model",
+            "+",
+            "new_supported",
+            event=ModelEvent.APPEARED,
+        ),
+    )
+    MODEL_WRAPPER_REMOVED = (
+        "model_wrapper_removed",
+        KindInfo(
+            "{subject} is no longer registered", "model", "-", "removed", event=ModelEvent.REMOVED
+        ),
+    )
+
+    @classmethod
+    def of(cls, name: str) -> ChangeKind:
+        """The kind serialised as `name` (ValueError for an unknown one)."""
+        # Lookup by value; mypy reads the call against the members' __new__.
+        return cls(name)  # type: ignore[call-arg]
+
+    # The metadata as attributes, so that code and templates say `kind.breaking`.
+    @property
+    def message(self) -> str:
+        return self.info.message
+
+    @property
+    def area(self) -> str:
+        return self.info.area
+
+    @property
+    def sign(self) -> str:
+        return self.info.sign
+
+    @property
+    def group(self) -> str:
+        return self.info.group
+
+    @property
+    def breaking(self) -> bool:
+        return self.info.breaking
+
+    @property
+    def event(self) -> ModelEvent | None:
+        return self.info.event
+
+    @property
+    def contract(self) -> bool:
+        return self.info.contract
+
+    @property
+    def issue(self) -> IssueSpec | None:
+        return self.info.issue
+
+    @property
+    def model_event(self) -> bool:
+        """A model wrapper's event, as opposed to a change of the interface."""
+        return self.info.area == "model"
+
+
+def kinds_where(**metadata: object) -> frozenset[ChangeKind]:
+    """The kinds whose metadata has every given value: `kinds_where(group="broke")`."""
+    return frozenset(
+        k for k in ChangeKind if all(getattr(k, name) == want for name, want in metadata.items())
+    )
+
+
+# Groups of model events in the order reports list them.
+MODEL_GROUPS: tuple[str, ...] = tuple(dict.fromkeys(k.group for k in ChangeKind if k.model_event))
