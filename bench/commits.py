@@ -30,8 +30,17 @@ from pathlib import Path
 
 HERE = Path(__file__).resolve().parent
 KIMI_MODULE = "python/sglang/srt/models/kimi_k25.py"
-READ = tuple(f"python/sglang/srt/{d}" for d in ("speculative/", "model_executor/", "models/",
-                                                 "managers/", "server_args.py", "configs/"))
+READ = tuple(
+    f"python/sglang/srt/{d}"
+    for d in (
+        "speculative/",
+        "model_executor/",
+        "models/",
+        "managers/",
+        "server_args.py",
+        "configs/",
+    )
+)
 
 
 def main() -> int:

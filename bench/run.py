@@ -105,8 +105,7 @@ class Target:
 TARGETS = (
     Target("cold_diff_vs_griffe", "cold diff / griffe", 0.4, "x"),
     Target("warm_diff_vs_griffe", "warm diff / griffe", 0.1, "x"),
-    Target("cold_matrix_vs_floor", "cold matrix / floor (reads + parse, same cores)", 2.0,
-           "x"),
+    Target("cold_matrix_vs_floor", "cold matrix / floor (reads + parse, same cores)", 2.0, "x"),
     Target("warm_matrix_seconds", "warm matrix", 2.0, "s"),
     Target("matrix_peak_rss_mb", "matrix max RSS (largest process, worst run)", 500.0, "MB"),
     Target("help_seconds", "tracker --help", 0.2, "s"),
@@ -204,8 +203,12 @@ def measure(
     with tempfile.TemporaryFile() as err:
         started = time.perf_counter()
         proc = subprocess.Popen(
-            list(argv), cwd=cwd, env=env, stdin=subprocess.DEVNULL,
-            stdout=subprocess.DEVNULL, stderr=err,
+            list(argv),
+            cwd=cwd,
+            env=env,
+            stdin=subprocess.DEVNULL,
+            stdout=subprocess.DEVNULL,
+            stderr=err,
         )
         with TreeSampler(proc.pid) as sampler:
             _, status, usage = os.wait4(proc.pid, 0)
@@ -270,18 +273,18 @@ def freeze_tool(dest: Path) -> Tool:
     dest.mkdir(parents=True)
     for name in COPIED:
         if (ROOT / name).exists():
-            shutil.copytree(
-                ROOT / name, dest / name, ignore=shutil.ignore_patterns("__pycache__")
-            )
+            shutil.copytree(ROOT / name, dest / name, ignore=shutil.ignore_patterns("__pycache__"))
     (dest / "bin").mkdir()
     (dest / "bin" / "tracker").write_text(LAUNCHER)
-    subprocess.run(
-        [sys.executable, "-m", "compileall", "-q", str(dest / "tracker")], check=True
-    )
+    subprocess.run([sys.executable, "-m", "compileall", "-q", str(dest / "tracker")], check=True)
     tool = Tool(dest, _fingerprint(dest), "")
     probe = subprocess.run(
         [sys.executable, "-c", "import tracker; print(tracker.__file__, tracker.__version__)"],
-        cwd=dest, env=tool.env(None), capture_output=True, text=True, check=True,
+        cwd=dest,
+        env=tool.env(None),
+        capture_output=True,
+        text=True,
+        check=True,
     )
     where, tool.version = probe.stdout.split()
     if not Path(where).resolve().is_relative_to(dest.resolve()):
@@ -349,7 +352,10 @@ def read_blobs(repo: Path, ids: Sequence[str]) -> tuple[list[bytes], float, int]
     """(contents, seconds, missing) for blob ids, through one `git cat-file --batch`."""
     started = time.perf_counter()
     out = subprocess.run(
-        ["git", "cat-file", "--batch"], cwd=repo, check=True, capture_output=True,
+        ["git", "cat-file", "--batch"],
+        cwd=repo,
+        check=True,
+        capture_output=True,
         input="".join(f"{i}\n" for i in ids).encode(),
     ).stdout
     blobs: list[bytes] = []
@@ -428,8 +434,15 @@ def floor_here(repo: Path, ids: Sequence[str]) -> Floor:
     blobs, read_seconds, missing = read_blobs(repo, ids)
     parse_seconds = parse_all(blobs)
     jobs = tool_jobs()
-    return Floor(len(blobs), sum(map(len, blobs)), missing, read_seconds, parse_seconds,
-                 jobs, parse_parallel(blobs, jobs))
+    return Floor(
+        len(blobs),
+        sum(map(len, blobs)),
+        missing,
+        read_seconds,
+        parse_seconds,
+        jobs,
+        parse_parallel(blobs, jobs),
+    )
 
 
 def floor(repo: Path, ids: Sequence[str]) -> Floor:
@@ -440,16 +453,27 @@ def floor(repo: Path, ids: Sequence[str]) -> Floor:
         f.write("\n".join(ids))
     try:
         out = subprocess.run(
-            [sys.executable, str(Path(__file__).resolve()), "--repo", str(repo),
-             "--floor-of", f.name],
-            check=True, capture_output=True, text=True,
+            [
+                sys.executable,
+                str(Path(__file__).resolve()),
+                "--repo",
+                str(repo),
+                "--floor-of",
+                f.name,
+            ],
+            check=True,
+            capture_output=True,
+            text=True,
         ).stdout
     finally:
         Path(f.name).unlink()
     result = Floor(**json.loads(out))
     if result.missing:
-        print(f"  warning: {result.missing} of {len(ids)} content ids are not blobs of "
-              f"{repo}; the floor is too low", flush=True)
+        print(
+            f"  warning: {result.missing} of {len(ids)} content ids are not blobs of "
+            f"{repo}; the floor is too low",
+            flush=True,
+        )
     return result
 
 
@@ -483,33 +507,40 @@ def cold_and_warm(
     cold = measure(argv, cwd=tool.home, env=tool.env(cache))
     ids = cached_content_ids(cache)
     entries = len(facts_entries(cache))
-    cold.extra = {"files_parsed": len(ids), "facts_entries": entries,
-                  "entry_kinds": entry_kinds(cache), "facts_dirs": facts_dirs(cache)}
+    cold.extra = {
+        "files_parsed": len(ids),
+        "facts_entries": entries,
+        "entry_kinds": entry_kinds(cache),
+        "facts_dirs": facts_dirs(cache),
+    }
     warm = measure(argv, cwd=tool.home, env=tool.env(cache))
-    warm.extra = {"new_facts_entries": len(facts_entries(cache)) - entries,
-                  "facts_dirs": facts_dirs(cache)}
+    warm.extra = {
+        "new_facts_entries": len(facts_entries(cache)) - entries,
+        "facts_dirs": facts_dirs(cache),
+    }
     if len(cold.extra["facts_dirs"]) != 1:
         print(f"  warning: the cold run wrote {cold.extra['facts_dirs']}", flush=True)
     if warm.extra["new_facts_entries"]:
-        print(f"  warning: the warm run parsed {warm.extra['new_facts_entries']} files",
-              flush=True)
+        print(f"  warning: the warm run parsed {warm.extra['new_facts_entries']} files", flush=True)
     return cold, warm, ids
 
 
-def one_run(
-    number: int, tool: Tool, repo: Path, matrix_range: str, keep: bool
-) -> dict[str, Any]:
+def one_run(number: int, tool: Tool, repo: Path, matrix_range: str, keep: bool) -> dict[str, Any]:
     run: dict[str, Any] = {"run": number, "loadavg_before": list(os.getloadavg())}
 
     def say(what: str, m: Measured | Floor) -> None:
         if isinstance(m, Floor):
-            text = (f"{m.seconds:.2f} s (read {m.read_seconds:.2f} + parse "
-                    f"{m.parse_seconds:.2f}, {m.files} files); on {m.jobs} processes "
-                    f"{m.parallel_seconds:.2f} s")
+            text = (
+                f"{m.seconds:.2f} s (read {m.read_seconds:.2f} + parse "
+                f"{m.parse_seconds:.2f}, {m.files} files); on {m.jobs} processes "
+                f"{m.parallel_seconds:.2f} s"
+            )
         else:
             tree = f"{m.tree_rss_mb:.0f}" if m.tree_rss_mb is not None else "?"
-            text = (f"{m.seconds:.2f} s, max RSS {m.max_rss_mb:.0f} MB (tree {tree} MB), "
-                    f"exit {m.exit_code}")
+            text = (
+                f"{m.seconds:.2f} s, max RSS {m.max_rss_mb:.0f} MB (tree {tree} MB), "
+                f"exit {m.exit_code}"
+            )
         print(f"  [{number}] {what:<12} {text}", flush=True)
 
     with scratch_cache(keep) as cache:
@@ -518,7 +549,8 @@ def one_run(
     say("diff warm", warm)
     griffe = measure(
         [*griffe_argv(), "check", "sglang", "-s", "python", "-a", DIFF_OLD, "-b", DIFF_NEW],
-        cwd=repo, env={k: v for k, v in os.environ.items() if k != "PYTHONPATH"},
+        cwd=repo,
+        env={k: v for k, v in os.environ.items() if k != "PYTHONPATH"},
         allowed=(0, 1),
     )
     say("griffe", griffe)
@@ -533,9 +565,13 @@ def one_run(
     matrix_floor = floor(repo, matrix_ids)
     say("floor matrix", matrix_floor)
     run.update(
-        diff_cold=asdict(cold), diff_warm=asdict(warm), griffe=asdict(griffe),
-        matrix_cold=asdict(mcold), matrix_warm=asdict(mwarm),
-        floor_diff=asdict(diff_floor), floor_matrix=asdict(matrix_floor),
+        diff_cold=asdict(cold),
+        diff_warm=asdict(warm),
+        griffe=asdict(griffe),
+        matrix_cold=asdict(mcold),
+        matrix_warm=asdict(mwarm),
+        floor_diff=asdict(diff_floor),
+        floor_matrix=asdict(matrix_floor),
         diff_content_ids_sha=hashlib.sha256("\n".join(diff_ids).encode()).hexdigest()[:16],
         matrix_content_ids_sha=hashlib.sha256("\n".join(matrix_ids).encode()).hexdigest()[:16],
     )
@@ -551,32 +587,53 @@ def help_timings(tool: Tool) -> list[Measured]:
 # ---------------------------------------------------------------------------- profile
 
 
-def profile_matrix(tool: Tool, repo: Path, matrix_range: str, out: Path, keep: bool) -> dict[
-    str, Any
-]:
+def profile_matrix(
+    tool: Tool, repo: Path, matrix_range: str, out: Path, keep: bool
+) -> dict[str, Any]:
     """One cold matrix under cProfile, parsing in-process (TRACKER_JOBS=1)."""
     prof = out.with_name("profile-matrix-cold.prof")
     text = out.with_name("profile-matrix-cold.txt")
     with scratch_cache(keep) as cache:
         env = tool.env(cache)
         env["TRACKER_JOBS"] = "1"
-        argv = [sys.executable, "-m", "cProfile", "-o", str(prof), "-m", "tracker",
-                "matrix", matrix_range, "--algorithm", ALGORITHM, "--repo", str(repo),
-                "--no-shipped", "-q"]
+        argv = [
+            sys.executable,
+            "-m",
+            "cProfile",
+            "-o",
+            str(prof),
+            "-m",
+            "tracker",
+            "matrix",
+            matrix_range,
+            "--algorithm",
+            ALGORITHM,
+            "--repo",
+            str(repo),
+            "--no-shipped",
+            "-q",
+        ]
         print("profiling a cold matrix (TRACKER_JOBS=1) ...", flush=True)
         measured = measure(argv, cwd=tool.home, env=env)
     buffer = io.StringIO()
     stats = pstats.Stats(str(prof), stream=buffer)
     stats.strip_dirs()
-    buffer.write(f"cold matrix {matrix_range} under cProfile, TRACKER_JOBS=1: "
-                 f"{measured.seconds:.1f} s wall\n\n== by cumulative time ==\n")
+    buffer.write(
+        f"cold matrix {matrix_range} under cProfile, TRACKER_JOBS=1: "
+        f"{measured.seconds:.1f} s wall\n\n== by cumulative time ==\n"
+    )
     stats.sort_stats("cumulative").print_stats(45)
     buffer.write("\n== by own time ==\n")
     stats.sort_stats("tottime").print_stats(30)
     text.write_text(buffer.getvalue())
     print(f"  {measured.seconds:.1f} s; profile in {prof}, summary in {text}", flush=True)
-    return {"seconds": measured.seconds, "prof": str(prof), "summary": str(text),
-            "argv": argv, "max_rss_mb": measured.max_rss_mb}
+    return {
+        "seconds": measured.seconds,
+        "prof": str(prof),
+        "summary": str(text),
+        "argv": argv,
+        "max_rss_mb": measured.max_rss_mb,
+    }
 
 
 # ---------------------------------------------------------------------------- summary
@@ -599,8 +656,7 @@ def summarise(runs: list[dict[str, Any]], helps: list[Measured]) -> dict[str, An
             float(r[key]["read_seconds"]) + float(r[key]["parse_seconds"]) for r in runs
         )
         med[f"{key}_parallel"] = statistics.median(
-            float(r[key]["read_seconds"]) + float(r[key]["parse_parallel_seconds"])
-            for r in runs
+            float(r[key]["read_seconds"]) + float(r[key]["parse_parallel_seconds"]) for r in runs
         )
     med["help"] = statistics.median(m.seconds for m in helps)
     measured = ("diff_cold", "diff_warm", "griffe", "matrix_cold", "matrix_warm")
@@ -615,8 +671,13 @@ def summarise(runs: list[dict[str, Any]], helps: list[Measured]) -> dict[str, An
         "help_seconds": med["help"],
     }
     verdicts = {
-        t.key: {"label": t.label, "value": values[t.key], "target": t.limit, "unit": t.unit,
-                "met": values[t.key] <= t.limit}
+        t.key: {
+            "label": t.label,
+            "value": values[t.key],
+            "target": t.limit,
+            "unit": t.unit,
+            "met": values[t.key] <= t.limit,
+        }
         for t in TARGETS
     }
     extra_ratios = {
@@ -624,9 +685,13 @@ def summarise(runs: list[dict[str, Any]], helps: list[Measured]) -> dict[str, An
         "cold_diff_vs_floor": med["diff_cold"] / med["floor_diff"],
         "cold_matrix_vs_floor_parse_only": med["matrix_cold"] / med["floor_matrix_parse"],
     }
-    return {"medians_seconds": med, "max_rss_mb": peak, "tree_rss_mb": tree,
-            "targets": verdicts,
-            "other_ratios": extra_ratios}
+    return {
+        "medians_seconds": med,
+        "max_rss_mb": peak,
+        "tree_rss_mb": tree,
+        "targets": verdicts,
+        "other_ratios": extra_ratios,
+    }
 
 
 def _parsed(measured: dict[str, Any]) -> str:
@@ -646,8 +711,10 @@ def table(summary: dict[str, Any], runs: list[dict[str, Any]], helps: list[Measu
         cpu = statistics.median(
             float(r[key]["user_seconds"]) + float(r[key]["system_seconds"]) for r in runs
         )
-        return (f"{name:<15}{med[key]:>9.2f}  {cpu:>6.1f}  {rss[key]:>7.0f}  {tree[key]:>7.0f}"
-                f"  {each:<24}{note}")
+        return (
+            f"{name:<15}{med[key]:>9.2f}  {cpu:>6.1f}  {rss[key]:>7.0f}  {tree[key]:>7.0f}"
+            f"  {each:<24}{note}"
+        )
 
     lines = [
         f"{'measurement':<15}{'median s':>9}  {'cpu s':>6}  {'RSS MB':>7}  {'tree MB':>7}"
@@ -661,17 +728,27 @@ def table(summary: dict[str, Any], runs: list[dict[str, Any]], helps: list[Measu
     for key, name in (("floor_diff", "floor diff"), ("floor_matrix", "floor matrix")):
         f = first[key]
         parts = f"read {med[key + '_read']:.2f} + parse {med[key + '_parse']:.2f}"
-        lines.append(f"{name:<15}{med[key]:>9.2f}  {'':>6}  {'':>7}  {'':>7}  {parts:<24}"
-                     f"{f['files']} blobs, {f['bytes'] / 1e6:.1f} MB, 1 process")
-        lines.append(f"{'':<15}{med[key + '_parallel']:>9.2f}  {'':>6}  {'':>7}  {'':>7}  "
-                     f"{'':<24}the same on {f.get('jobs', 1)} processes")
+        lines.append(
+            f"{name:<15}{med[key]:>9.2f}  {'':>6}  {'':>7}  {'':>7}  {parts:<24}"
+            f"{f['files']} blobs, {f['bytes'] / 1e6:.1f} MB, 1 process"
+        )
+        lines.append(
+            f"{'':<15}{med[key + '_parallel']:>9.2f}  {'':>6}  {'':>7}  {'':>7}  "
+            f"{'':<24}the same on {f.get('jobs', 1)} processes"
+        )
     fastest = min(m.seconds for m in helps)
-    lines.append(f"{'tracker --help':<15}{med['help']:>9.3f}  {'':>6}  "
-                 f"{max(m.max_rss_mb for m in helps):>7.0f}  {'':>7}  "
-                 f"{'min ' + format(fastest, '.3f'):<24}median of {len(helps)}")
-    lines += ["", "RSS MB: largest single process (wait4 ru_maxrss); tree MB: peak of the "
-              "summed RSS of the process tree (sampled; counts pages shared with forked "
-              "workers once per process)", ""]
+    lines.append(
+        f"{'tracker --help':<15}{med['help']:>9.3f}  {'':>6}  "
+        f"{max(m.max_rss_mb for m in helps):>7.0f}  {'':>7}  "
+        f"{'min ' + format(fastest, '.3f'):<24}median of {len(helps)}"
+    )
+    lines += [
+        "",
+        "RSS MB: largest single process (wait4 ru_maxrss); tree MB: peak of the "
+        "summed RSS of the process tree (sampled; counts pages shared with forked "
+        "workers once per process)",
+        "",
+    ]
     lines.append(f"{'ratio / value':<46}{'got':>10}  {'target':>9}  verdict")
     for verdict in summary["targets"].values():
         unit, value = verdict["unit"], verdict["value"]
@@ -679,8 +756,9 @@ def table(summary: dict[str, Any], runs: list[dict[str, Any]], helps: list[Measu
         suffix = "x" if unit == "x" else " " + unit
         got = f"{value:.{digits}f}{suffix}"
         goal = f"<= {verdict['target']:g}{suffix}"
-        lines.append(f"{verdict['label']:<46}{got:>10}  {goal:>9}  "
-                     f"{'met' if verdict['met'] else 'MISSED'}")
+        lines.append(
+            f"{verdict['label']:<46}{got:>10}  {goal:>9}  {'met' if verdict['met'] else 'MISSED'}"
+        )
     for key, value in summary["other_ratios"].items():
         lines.append(f"{key.replace('_', ' '):<46}{value:>9.2f}x")
     return "\n".join(lines)
@@ -700,18 +778,34 @@ def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--runs", type=int, default=None, help="runs (default 3; 1 with --quick)")
     parser.add_argument("--out", type=Path, default=DEFAULT_OUT, help="results JSON")
-    parser.add_argument("--repo", type=Path, default=None,
-                        help=f"repository with the release tags (default: build {DEFAULT_REPO})")
-    parser.add_argument("--archive-dir", type=Path, default=None,
-                        help="release archive cache used when building the repository")
-    parser.add_argument("--quick", action="store_true",
-                        help=f"smoke run: 1 run, matrix over {QUICK_RANGE}")
-    parser.add_argument("--matrix-range", default=None,
-                        help=f"matrix range (default {ALL_RELEASES}, {QUICK_RANGE} with --quick)")
-    parser.add_argument("--profile", action="store_true",
-                        help="also profile one cold matrix with cProfile (not timed)")
-    parser.add_argument("--keep-caches", action="store_true",
-                        help="keep the scratch caches under bench/out/caches")
+    parser.add_argument(
+        "--repo",
+        type=Path,
+        default=None,
+        help=f"repository with the release tags (default: build {DEFAULT_REPO})",
+    )
+    parser.add_argument(
+        "--archive-dir",
+        type=Path,
+        default=None,
+        help="release archive cache used when building the repository",
+    )
+    parser.add_argument(
+        "--quick", action="store_true", help=f"smoke run: 1 run, matrix over {QUICK_RANGE}"
+    )
+    parser.add_argument(
+        "--matrix-range",
+        default=None,
+        help=f"matrix range (default {ALL_RELEASES}, {QUICK_RANGE} with --quick)",
+    )
+    parser.add_argument(
+        "--profile",
+        action="store_true",
+        help="also profile one cold matrix with cProfile (not timed)",
+    )
+    parser.add_argument(
+        "--keep-caches", action="store_true", help="keep the scratch caches under bench/out/caches"
+    )
     parser.add_argument("--floor-of", type=Path, default=None, help=argparse.SUPPRESS)
     options = parser.parse_args(argv)
     if options.floor_of is not None:  # the floor's own process (see `floor`)
@@ -728,22 +822,30 @@ def main(argv: list[str] | None = None) -> int:
     started_at = time.time()
     repo = ensure_repo(options.repo, options.archive_dir)
     tool = freeze_tool(TOOL_DIR)
-    print(f"tool {tool.version} ({tool.fingerprint}) frozen in {tool.home}; repo {repo}; "
-          f"matrix {matrix_range}; {runs_wanted} run(s)", flush=True)
+    print(
+        f"tool {tool.version} ({tool.fingerprint}) frozen in {tool.home}; repo {repo}; "
+        f"matrix {matrix_range}; {runs_wanted} run(s)",
+        flush=True,
+    )
 
     helps = help_timings(tool)
-    print(f"  tracker --help: median {statistics.median(m.seconds for m in helps):.3f} s",
-          flush=True)
-    runs = [one_run(n, tool, repo, matrix_range, options.keep_caches)
-            for n in range(1, runs_wanted + 1)]
+    print(
+        f"  tracker --help: median {statistics.median(m.seconds for m in helps):.3f} s", flush=True
+    )
+    runs = [
+        one_run(n, tool, repo, matrix_range, options.keep_caches) for n in range(1, runs_wanted + 1)
+    ]
     for key in ("diff_content_ids_sha", "matrix_content_ids_sha"):
         if len({r[key] for r in runs}) != 1:
             print(f"  warning: the cold runs parsed different files ({key})", flush=True)
 
     summary = summarise(runs, helps)
     measured_seconds = time.time() - started_at
-    profile = (profile_matrix(tool, repo, matrix_range, options.out, options.keep_caches)
-               if options.profile else None)
+    profile = (
+        profile_matrix(tool, repo, matrix_range, options.out, options.keep_caches)
+        if options.profile
+        else None
+    )
     live_fingerprint = _fingerprint(ROOT)
     result: dict[str, Any] = {
         "schema": SCHEMA,
@@ -764,17 +866,45 @@ def main(argv: list[str] | None = None) -> int:
             "live_sources_changed_during_run": live_fingerprint != tool.fingerprint,
             "tracker_jobs": os.environ.get("TRACKER_JOBS"),
         },
-        "versions": {name: _version(name) for name in
-                     ("griffe", "tree-sitter", "tree-sitter-python", "GitPython")},
+        "versions": {
+            name: _version(name)
+            for name in ("griffe", "tree-sitter", "tree-sitter-python", "GitPython")
+        },
         "git": _git(repo, "--version").strip(),
         "repo": str(repo),
         "commands": {
-            "diff": [*tool.argv, "diff", DIFF_OLD, DIFF_NEW, "--repo", str(repo),
-                     "--no-shipped", "-q"],
-            "griffe": [*griffe_argv(), "check", "sglang", "-s", "python", "-a", DIFF_OLD,
-                       "-b", DIFF_NEW],
-            "matrix": [*tool.argv, "matrix", matrix_range, "--algorithm", ALGORITHM,
-                       "--repo", str(repo), "--no-shipped", "-q"],
+            "diff": [
+                *tool.argv,
+                "diff",
+                DIFF_OLD,
+                DIFF_NEW,
+                "--repo",
+                str(repo),
+                "--no-shipped",
+                "-q",
+            ],
+            "griffe": [
+                *griffe_argv(),
+                "check",
+                "sglang",
+                "-s",
+                "python",
+                "-a",
+                DIFF_OLD,
+                "-b",
+                DIFF_NEW,
+            ],
+            "matrix": [
+                *tool.argv,
+                "matrix",
+                matrix_range,
+                "--algorithm",
+                ALGORITHM,
+                "--repo",
+                str(repo),
+                "--no-shipped",
+                "-q",
+            ],
         },
         "matrix_range": matrix_range,
         "runs_count": runs_wanted,
@@ -788,10 +918,14 @@ def main(argv: list[str] | None = None) -> int:
     print()
     print(table(summary, runs, helps))
     if result["tool"]["live_sources_changed_during_run"]:
-        print("\nnote: tracker/ or queries/ changed during the run; the numbers are for the "
-              f"copy taken at the start ({tool.fingerprint})")
-    print(f"\nresults: {options.out}  (measured in {measured_seconds / 60:.1f} min, "
-          f"{result['wall_seconds'] / 60:.1f} min in all)")
+        print(
+            "\nnote: tracker/ or queries/ changed during the run; the numbers are for the "
+            f"copy taken at the start ({tool.fingerprint})"
+        )
+    print(
+        f"\nresults: {options.out}  (measured in {measured_seconds / 60:.1f} min, "
+        f"{result['wall_seconds'] / 60:.1f} min in all)"
+    )
     return 0
 
 

@@ -51,8 +51,14 @@ ROOT = Path(__file__).resolve().parent.parent
 # Package -> extra `pip download` arguments. torch: a small CPU wheel, never the CUDA one.
 PACKAGES: dict[str, tuple[str, ...]] = {
     "transformers": (),
-    "torch": ("--platform", "macosx_14_0_arm64", "--python-version", "3.11",
-              "--implementation", "cp"),
+    "torch": (
+        "--platform",
+        "macosx_14_0_arm64",
+        "--python-version",
+        "3.11",
+        "--implementation",
+        "cp",
+    ),
 }
 # Inventoried whatever the scan finds: the mixin generative models share.
 ALWAYS = ("transformers.GenerationMixin",)
@@ -93,8 +99,18 @@ def download(package: str, version: str, cache: Path) -> Path:
     if found:
         return found[0]
     target.mkdir(parents=True, exist_ok=True)
-    command = [sys.executable, "-m", "pip", "download", "--no-deps", "--only-binary=:all:",
-               *PACKAGES[package], "-d", str(target), f"{package}=={version}"]
+    command = [
+        sys.executable,
+        "-m",
+        "pip",
+        "download",
+        "--no-deps",
+        "--only-binary=:all:",
+        *PACKAGES[package],
+        "-d",
+        str(target),
+        f"{package}=={version}",
+    ]
     subprocess.run(command, check=True, capture_output=True, text=True)
     found = sorted(target.glob("*.whl"))
     if not found:
@@ -139,7 +155,7 @@ class PackageIndex:
                 if not self.load(dotted):
                     return None
                 continue
-            rest = dotted[len(module) + 1:]
+            rest = dotted[len(module) + 1 :]
             found = self.index.resolve_class(module, rest) if rest else None
             if found is not None and found.symbol is not None:
                 return found.symbol
@@ -166,8 +182,13 @@ class PackageIndex:
         module, _, name = dotted.rpartition(".")
         facts = self.index.modules.get(module)
         for a in facts.assigns if facts is not None else ():
-            if (a.target == name and not a.context.scope and a.value is not None
-                    and a.value.op == "ref" and a.value.text != name):
+            if (
+                a.target == name
+                and not a.context.scope
+                and a.value is not None
+                and a.value.op == "ref"
+                and a.value.text != name
+            ):
                 found = self.index.resolve_class(module, a.value.text)
                 return found.symbol
         return None
@@ -175,8 +196,11 @@ class PackageIndex:
     def _defining_module(self, package: str, name: str) -> str | None:
         """The only module below `package` that defines class `name` at top level."""
         pattern = re.compile(rb"^class " + re.escape(name.encode()) + rb"\b", re.MULTILINE)
-        found = [m for m, path in self.paths.items()
-                 if m.startswith(f"{package}.") and pattern.search(self.zip.read(path))]
+        found = [
+            m
+            for m, path in self.paths.items()
+            if m.startswith(f"{package}.") and pattern.search(self.zip.read(path))
+        ]
         return found[0] if len(found) == 1 else None
 
     def _load_star_imports(self) -> bool:
@@ -203,8 +227,11 @@ class PackageIndex:
     def complete_mro(self, key: str) -> None:
         """Load the modules of in-package bases until the MRO no longer grows."""
         for _ in range(40):
-            pending = [r.external for r in self.index.mro(key)[1]
-                       if r.external and r.external.startswith(f"{self.package}.")]
+            pending = [
+                r.external
+                for r in self.index.mro(key)[1]
+                if r.external and r.external.startswith(f"{self.package}.")
+            ]
             if not any(self.load(name) for name in pending):
                 return
 
@@ -226,22 +253,33 @@ class PackageIndex:
             # Attributes `__init__` sets: other methods set theirs only when called
             # (PreTrainedModel.set_decoder assigns `self.model`, which no model must have).
             for a in facts.assigns:
-                if (a.context.scope == f"{qual}.__init__" and a.target.startswith("self.")
-                        and a.target[5:].isidentifier()):
+                if (
+                    a.context.scope == f"{qual}.__init__"
+                    and a.target.startswith("self.")
+                    and a.target[5:].isidentifier()
+                ):
                     first.setdefault(a.target[5:], (info.module, ""))
             for call in facts.calls:
-                if (call.name == "__setattr__" and call.receiver in ("super()", "object")
-                        and call.context.scope == f"{qual}.__init__" and call.args):
+                if (
+                    call.name == "__setattr__"
+                    and call.receiver in ("super()", "object")
+                    and call.context.scope == f"{qual}.__init__"
+                    and call.args
+                ):
                     literal = call.args[-2] if call.receiver == "object" else call.args[0]
                     if literal[:1] in "'\"" and literal[1:-1].isidentifier():
                         first.setdefault(literal[1:-1], (info.module, ""))
         members = {
-            name for name, (module, fn) in first.items()
+            name
+            for name, (module, fn) in first.items()
             if not (name.startswith("_") and not name.endswith("__"))
             and not (fn and fn in raising_stubs(self.sources[module]))
         }
-        outside = sorted(r.external or r.text for r in external
-                         if not (r.external or "").startswith(f"{self.package}."))
+        outside = sorted(
+            r.external or r.text
+            for r in external
+            if not (r.external or "").startswith(f"{self.package}.")
+        )
         return members, outside
 
 
@@ -258,8 +296,11 @@ def raising_stubs(source: bytes) -> frozenset[str]:
                 if isinstance(node, ast.ClassDef):
                     visit(node.body, f"{prefix}{node.name}.")
                 elif isinstance(node, ast.FunctionDef | ast.AsyncFunctionDef):
-                    body = [s for s in node.body if not (
-                        isinstance(s, ast.Expr) and isinstance(s.value, ast.Constant))]
+                    body = [
+                        s
+                        for s in node.body
+                        if not (isinstance(s, ast.Expr) and isinstance(s.value, ast.Constant))
+                    ]
                     if len(body) == 1 and isinstance(body[0], ast.Raise) and _not_impl(body[0]):
                         out.add(f"{prefix}{node.name}")
 
@@ -320,8 +361,9 @@ def dump(doc: dict[str, object]) -> str:
     otherwise take a line each."""
     sets = doc["member_sets"]
     assert isinstance(sets, dict)
-    rest = json.dumps({k: v for k, v in doc.items() if k != "member_sets"}, indent=1,
-                      sort_keys=True)
+    rest = json.dumps(
+        {k: v for k, v in doc.items() if k != "member_sets"}, indent=1, sort_keys=True
+    )
     lines = ",\n".join(f"  {json.dumps(k)}: {json.dumps(v)}" for k, v in sorted(sets.items()))
     # "member_sets" sorts before "packages" and "releases", after "built_by".
     head, sep, tail = rest.partition(',\n "packages"')
@@ -331,8 +373,12 @@ def dump(doc: dict[str, object]) -> str:
 def main(argv: list[str]) -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("range", nargs="?", help="SGLang releases, e.g. v0.4.10..v0.5.23")
-    parser.add_argument("--cache", type=Path, default=cache_root() / "inventory-wheels",
-                        help="where the package wheels are kept (never the repository)")
+    parser.add_argument(
+        "--cache",
+        type=Path,
+        default=cache_root() / "inventory-wheels",
+        help="where the package wheels are kept (never the repository)",
+    )
     parser.add_argument("--output", type=Path, default=data_file("external_bases.json"))
     args = parser.parse_args(argv)
     known = open_source("pypi", None, ROOT).versions()

@@ -23,9 +23,15 @@ CHECK_KIMI = ("check", "v0.5.9", "-a", "EAGLE3", "-m", KIMI, "--source", "pypi")
 GLM = ("Glm4vForConditionalGeneration", "Glm4vMoeForConditionalGeneration")
 
 
-def accept(folder: Path, model: str = KIMI, *, until: str | None = None,
-           algorithm: str | None = "EAGLE3", name: str = "tracker.toml",
-           table: str = "accepted") -> Path:
+def accept(
+    folder: Path,
+    model: str = KIMI,
+    *,
+    until: str | None = None,
+    algorithm: str | None = "EAGLE3",
+    name: str = "tracker.toml",
+    table: str = "accepted",
+) -> Path:
     lines = [f"[[{table}]]", f'model = "{model}"', f'reason = "{REASON}"']
     if algorithm:
         lines.append(f'algorithm = "{algorithm}"')
@@ -40,8 +46,7 @@ def accept(folder: Path, model: str = KIMI, *, until: str | None = None,
 @pytest.fixture(scope="module", autouse=True)
 def releases(real_pypi: PypiSource) -> None:
     """The releases these tests read, in the test cache before tracker runs offline."""
-    for tag in ("v0.5.4.post1", "v0.5.4.post2", "v0.5.8", "v0.5.8.post1", "v0.5.9",
-                "v0.5.10"):
+    for tag in ("v0.5.4.post1", "v0.5.4.post2", "v0.5.8", "v0.5.8.post1", "v0.5.9", "v0.5.10"):
         real_pypi.tree(tag)
 
 
@@ -72,8 +77,18 @@ def test_accepting_one_class_leaves_the_other_broken_classes_failing(
     tracker: Tracker, here: Path
 ) -> None:
     accept(here)
-    result = tracker("check", "v0.5.9", "-a", "EAGLE3", "--source", "pypi",
-                     "--fail-on", "broken", "--format", "json")
+    result = tracker(
+        "check",
+        "v0.5.9",
+        "-a",
+        "EAGLE3",
+        "--source",
+        "pypi",
+        "--fail-on",
+        "broken",
+        "--format",
+        "json",
+    )
     assert result.exit_code == 1
     checks = json.loads(result.stdout)["checks"]
     accepted = [c["model"] for c in checks if "accepted" in c]
@@ -100,9 +115,7 @@ def test_an_entry_for_another_algorithm_does_not_accept_the_eagle3_break(
     assert tracker(*CHECK_KIMI, "--fail-on", "broken").exit_code == 0
 
 
-def test_json_gives_the_accepted_reason_and_markdown_shows_it(
-    tracker: Tracker, here: Path
-) -> None:
+def test_json_gives_the_accepted_reason_and_markdown_shows_it(tracker: Tracker, here: Path) -> None:
     accept(here)
     doc = json.loads(tracker(*CHECK_KIMI, "--format", "json").stdout)
     (kimi,) = doc["checks"]
@@ -122,7 +135,8 @@ def test_sarif_marks_an_accepted_break_as_a_suppression_with_its_justification(
     assert len(results) == 2  # one per missing member, still reported
     for r in results:
         assert r["suppressions"] == [
-            {"kind": "external", "status": "accepted", "justification": REASON}]
+            {"kind": "external", "status": "accepted", "justification": REASON}
+        ]
 
 
 def test_config_picks_another_file_and_pyproject_tool_tracker_works_too(
@@ -140,14 +154,18 @@ def test_config_picks_another_file_and_pyproject_tool_tracker_works_too(
 def test_a_bad_entry_stops_every_command_with_one_line_naming_file_and_entry(
     tracker: Tracker, here: Path
 ) -> None:
-    (here / "tracker.toml").write_text(
-        f'[[accepted]]\nmodel = "{KIMI}"\nalgorithm = "EAGLE3"\n')
-    for args in (CHECK_KIMI, ("diff", "v0.5.8", "v0.5.9"), ("issues", "v0.5.8", "v0.5.9"),
-                 ("changelog", "v0.5.8", "v0.5.9")):
+    (here / "tracker.toml").write_text(f'[[accepted]]\nmodel = "{KIMI}"\nalgorithm = "EAGLE3"\n')
+    for args in (
+        CHECK_KIMI,
+        ("diff", "v0.5.8", "v0.5.9"),
+        ("issues", "v0.5.8", "v0.5.9"),
+        ("changelog", "v0.5.8", "v0.5.9"),
+    ):
         result = tracker(*args)
         assert result.exit_code == 2, args
         assert result.stderr == (
-            f"tracker: error: tracker.toml: accepted[0] ({KIMI}): reason is missing\n")
+            f"tracker: error: tracker.toml: accepted[0] ({KIMI}): reason is missing\n"
+        )
 
 
 def test_an_entry_naming_an_algorithm_the_release_lacks_is_warned_about(
@@ -155,8 +173,9 @@ def test_an_entry_naming_an_algorithm_the_release_lacks_is_warned_about(
 ) -> None:
     accept(here, algorithm="EAGEL3")
     result = tracker(*CHECK_KIMI)
-    assert (f"tracker: warning: tracker.toml: accepted[0] ({KIMI}): no algorithm EAGEL3 "
-            "here") in result.stderr
+    assert (
+        f"tracker: warning: tracker.toml: accepted[0] ({KIMI}): no algorithm EAGEL3 here"
+    ) in result.stderr
 
 
 # ------------------------------------------------------------------ diff, changelog
@@ -165,18 +184,32 @@ def test_an_entry_naming_an_algorithm_the_release_lacks_is_warned_about(
 def test_an_accepted_wrapper_that_broke_does_not_fail_new_breaks(
     tracker: Tracker, here: Path
 ) -> None:
-    args = ("diff", "v0.5.4.post1", "v0.5.4.post2", "-a", "EAGLE3", "--source", "pypi",
-            "--fail-on", "new-breaks")
+    args = (
+        "diff",
+        "v0.5.4.post1",
+        "v0.5.4.post2",
+        "-a",
+        "EAGLE3",
+        "--source",
+        "pypi",
+        "--fail-on",
+        "new-breaks",
+    )
     assert tracker(*args).exit_code == 1
     accept(here, GLM[0])
     assert tracker(*args).exit_code == 1  # the other one still broke
     accept(here, GLM[1])
     result = tracker(*args)
     assert result.exit_code == 0, result.stderr
-    assert f"✗ {GLM[0]} (broke) · missing set_eagle3_layers_to_capture\n" \
-           f"      accepted: {REASON}" in result.stdout
-    broke = [c for c in json.loads(tracker(*args, "--format", "json").stdout)["changes"]
-             if c["kind"] == "model_wrapper_broke"]
+    assert (
+        f"✗ {GLM[0]} (broke) · missing set_eagle3_layers_to_capture\n"
+        f"      accepted: {REASON}" in result.stdout
+    )
+    broke = [
+        c
+        for c in json.loads(tracker(*args, "--format", "json").stdout)["changes"]
+        if c["kind"] == "model_wrapper_broke"
+    ]
     assert sorted(c["subject"] for c in broke) == list(GLM)
     assert all(c["new"]["accepted"] == {"reason": REASON} for c in broke)
 
@@ -209,15 +242,35 @@ def test_issues_files_no_issue_for_an_accepted_break_and_says_so(
 def test_watch_files_no_issue_for_an_accepted_break(tracker: Tracker, here: Path) -> None:
     accept(here)
     out = here / "issues"
-    result = tracker("watch", "--source", "pypi", "--out", str(out), "--state",
-                     str(here / "state.json"), "-a", "EAGLE3", "--since", "v0.5.8.post1",
-                     "--until", "v0.5.9", "--format", "json")
+    result = tracker(
+        "watch",
+        "--source",
+        "pypi",
+        "--out",
+        str(out),
+        "--state",
+        str(here / "state.json"),
+        "-a",
+        "EAGLE3",
+        "--since",
+        "v0.5.8.post1",
+        "--until",
+        "v0.5.9",
+        "--format",
+        "json",
+    )
     assert result.exit_code == 0, result.stderr
     (release,) = json.loads(result.stdout)["releases"]
     assert KIMI not in " ".join(f["title"] for f in release["filed"])
     assert len(release["filed"]) == 2
-    assert release["accepted"] == [{"kind": "model_wrapper_added_unsupported",
-                                    "algorithm": "EAGLE3", "subject": KIMI, "reason": REASON}]
+    assert release["accepted"] == [
+        {
+            "kind": "model_wrapper_added_unsupported",
+            "algorithm": "EAGLE3",
+            "subject": KIMI,
+            "reason": REASON,
+        }
+    ]
     index = json.loads((out / "issues.json").read_text())
     assert KIMI not in [e["report"]["subject"] for e in index["issues"]]
 
@@ -228,15 +281,22 @@ def test_watch_files_no_issue_for_an_accepted_break(tracker: Tracker, here: Path
 def test_matrix_and_history_list_the_accepted_breaks_with_their_versions(
     tracker: Tracker, here: Path
 ) -> None:
-    plain = json.loads(tracker("matrix", "v0.5.8..v0.5.10", "-a", "EAGLE3", "--source", "pypi",
-                               "--format", "json").stdout)
+    plain = json.loads(
+        tracker(
+            "matrix", "v0.5.8..v0.5.10", "-a", "EAGLE3", "--source", "pypi", "--format", "json"
+        ).stdout
+    )
     assert "accepted" not in plain
     accept(here, until="v0.5.10")
-    doc = json.loads(tracker("matrix", "v0.5.8..v0.5.10", "-a", "EAGLE3", "--source", "pypi",
-                             "--format", "json").stdout)
+    doc = json.loads(
+        tracker(
+            "matrix", "v0.5.8..v0.5.10", "-a", "EAGLE3", "--source", "pypi", "--format", "json"
+        ).stdout
+    )
     # Broken at v0.5.9 only (fixed at v0.5.10, where the entry would have stopped anyway).
-    assert doc["accepted"] == [{"model": KIMI, "algorithm": "EAGLE3", "reason": REASON,
-                                "versions": ["v0.5.9"]}]
+    assert doc["accepted"] == [
+        {"model": KIMI, "algorithm": "EAGLE3", "reason": REASON, "versions": ["v0.5.9"]}
+    ]
     kimi = next(m for m in doc["models"] if m["model"] == KIMI)
     assert kimi["cells"] == plain_cells(plain, KIMI)  # the cells still say broken
     text = tracker("history", KIMI, "v0.5.8..v0.5.10", "--source", "pypi").stdout

@@ -21,14 +21,17 @@ def link(tag: str, path: str, line: int) -> str:
 
 
 def test_kimi_k25_is_named_fixed_for_eagle3_from_v0_5_9_to_v0_5_10_with_links(
-        tracker: Tracker) -> None:
+    tracker: Tracker,
+) -> None:
     result = tracker("changelog", "v0.5.9", "v0.5.10", "-a", "EAGLE3", "--source", "pypi")
     assert result.exit_code == 0, result.stderr
     fixed = result.stdout.split("**Model wrappers newly fixed**", 1)[1]
     kimi = next(line for line in fixed.splitlines() if "KimiK25ForConditionalGeneration" in line)
     assert "`get_embed_and_head`" in kimi and "`set_eagle3_layers_to_capture`" in kimi
-    assert "](https://github.com/sgl-project/sglang/blob/v0.5.10/python/sglang/srt/models/" \
-           "kimi_k25.py#L" in kimi
+    assert (
+        "](https://github.com/sgl-project/sglang/blob/v0.5.10/python/sglang/srt/models/"
+        "kimi_k25.py#L" in kimi
+    )
 
 
 def test_the_appendix_opens_with_its_heading_and_a_one_line_summary(tracker: Tracker) -> None:
@@ -48,8 +51,12 @@ def test_sections_without_changes_are_left_out(tracker: Tracker) -> None:
 
 def test_a_newly_read_output_field_is_listed_with_a_link_to_its_site(tracker: Tracker) -> None:
     result = tracker("changelog", "v0.5.8", "v0.5.9", "-a", "EAGLE3", "--source", "pypi")
-    assert "- Now read: `logits_output.mm_input_embeds` — [speculative/eagle_worker.py:302](" \
-           + link("v0.5.9", "speculative/eagle_worker.py", 302) + ")" in result.stdout
+    assert (
+        "- Now read: `logits_output.mm_input_embeds` — [speculative/eagle_worker.py:302]("
+        + link("v0.5.9", "speculative/eagle_worker.py", 302)
+        + ")"
+        in result.stdout
+    )
     broken = result.stdout.split("**Model wrappers newly broken**", 1)[1]
     assert "`KimiK25ForConditionalGeneration` (new) lacks `get_embed_and_head`" in broken
     assert "`tracker fix KimiK25ForConditionalGeneration --at v0.5.9`" in broken
@@ -58,44 +65,72 @@ def test_a_newly_read_output_field_is_listed_with_a_link_to_its_site(tracker: Tr
 def test_a_release_compared_with_itself_gives_one_sentence(tracker: Tracker) -> None:
     result = tracker("changelog", "v0.5.9", "v0.5.9", "--source", "pypi")
     assert result.exit_code == 0
-    assert result.stdout == ("No speculative decoding interface changes between sglang "
-                             "v0.5.9 and v0.5.9 (EAGLE, EAGLE3, STANDALONE, NGRAM).\n")
+    assert result.stdout == (
+        "No speculative decoding interface changes between sglang "
+        "v0.5.9 and v0.5.9 (EAGLE, EAGLE3, STANDALONE, NGRAM).\n"
+    )
 
 
 def test_the_link_pattern_is_configurable(tracker: Tracker) -> None:
-    result = tracker("changelog", "v0.5.9", "v0.5.10", "-a", "EAGLE3", "--source", "pypi",
-                     "--link-pattern", "https://mirror.invalid/{tag}/{path}?line={line}")
-    assert "](https://mirror.invalid/v0.5.10/python/sglang/srt/models/kimi_k25.py?line=" \
+    result = tracker(
+        "changelog",
+        "v0.5.9",
+        "v0.5.10",
+        "-a",
+        "EAGLE3",
+        "--source",
+        "pypi",
+        "--link-pattern",
+        "https://mirror.invalid/{tag}/{path}?line={line}",
+    )
+    assert (
+        "](https://mirror.invalid/v0.5.10/python/sglang/srt/models/kimi_k25.py?line="
         in result.stdout
+    )
     assert "github.com" not in result.stdout
 
 
 def test_all_lists_the_new_classes_instead_of_counting_them(tracker: Tracker) -> None:
     counted = tracker("changelog", "v0.5.9", "v0.5.10", "-a", "EAGLE3", "--source", "pypi")
-    listed = tracker("changelog", "v0.5.9", "v0.5.10", "-a", "EAGLE3", "--source", "pypi",
-                     "--all")
+    listed = tracker("changelog", "v0.5.9", "v0.5.10", "-a", "EAGLE3", "--source", "pypi", "--all")
     assert "Also: 1 new supported, 5 new unsupported" in counted.stdout
     assert "- New classes that support it: `SarvamMoEForCausalLM`" in listed.stdout
 
 
-def test_output_goes_to_a_file_and_json_carries_the_schema(tracker: Tracker,
-                                                             tmp_path: Path) -> None:
+def test_output_goes_to_a_file_and_json_carries_the_schema(
+    tracker: Tracker, tmp_path: Path
+) -> None:
     target = tmp_path / "appendix.md"
-    written = tracker("changelog", "v0.5.9", "v0.5.10", "-a", "EAGLE3", "--source", "pypi",
-                      "-o", str(target))
+    written = tracker(
+        "changelog", "v0.5.9", "v0.5.10", "-a", "EAGLE3", "--source", "pypi", "-o", str(target)
+    )
     assert written.stdout == ""
     assert target.read_text().startswith("## Speculative decoding interface changes")
-    doc = json.loads(tracker("changelog", "v0.5.9", "v0.5.10", "-a", "EAGLE3", "--source",
-                             "pypi", "--format", "json").stdout)
+    doc = json.loads(
+        tracker(
+            "changelog", "v0.5.9", "v0.5.10", "-a", "EAGLE3", "--source", "pypi", "--format", "json"
+        ).stdout
+    )
     assert doc["schema"] == "sglang-tracker/changelog@2"
     assert [f["model"] for f in doc["sections"][0]["fixed"]] == [
-        "KimiK25ForConditionalGeneration", "MindSporeForCausalLM"]
+        "KimiK25ForConditionalGeneration",
+        "MindSporeForCausalLM",
+    ]
 
 
 def test_a_template_dir_overrides_the_appendix(tracker: Tracker, tmp_path: Path) -> None:
     (tmp_path / "changelog.md.j2").write_text("custom: {{ doc.summary }}\n")
-    result = tracker("changelog", "v0.5.9", "v0.5.10", "-a", "EAGLE3", "--source", "pypi",
-                     "--template-dir", str(tmp_path))
+    result = tracker(
+        "changelog",
+        "v0.5.9",
+        "v0.5.10",
+        "-a",
+        "EAGLE3",
+        "--source",
+        "pypi",
+        "--template-dir",
+        str(tmp_path),
+    )
     assert result.stdout.startswith("custom: sglang v0.5.9 → v0.5.10:")
 
 
@@ -104,12 +139,14 @@ def test_an_unknown_algorithm_is_a_one_line_error_with_exit_2(tracker: Tracker) 
     assert result.exit_code == 2
     assert result.stderr.strip().splitlines() == [
         "tracker: error: unknown algorithm EAGEL3; this version has EAGLE, EAGLE3, STANDALONE, "
-        "NGRAM"]
+        "NGRAM"
+    ]
 
 
 def test_members_added_and_changed_are_listed_per_role_with_links(tracker: Tracker) -> None:
-    result = tracker("changelog", "v0.5.1", "v0.5.2", "-a", "EAGLE3", "-a", "STANDALONE",
-                     "--source", "pypi")
+    result = tracker(
+        "changelog", "v0.5.1", "v0.5.2", "-a", "EAGLE3", "-a", "STANDALONE", "--source", "pypi"
+    )
     eagle3, standalone = result.stdout.split("### EAGLE3", 1)[1].split("### STANDALONE", 1)
     assert "**Target model members**" not in eagle3
     draft = eagle3.split("**Draft model members**", 1)[1]
@@ -119,5 +156,9 @@ def test_members_added_and_changed_are_listed_per_role_with_links(tracker: Track
     assert "- Added: `load_lm_head_from_target` (optional)" in draft
     assert "- New algorithm STANDALONE." in standalone
     target = standalone.split("**Target model members**", 1)[1]
-    assert "- Added: `get_embed_and_head(0)` (required) — [speculative/eagle_worker.py:140](" \
-           + link("v0.5.2", "speculative/eagle_worker.py", 140) + ")" in target
+    assert (
+        "- Added: `get_embed_and_head(0)` (required) — [speculative/eagle_worker.py:140]("
+        + link("v0.5.2", "speculative/eagle_worker.py", 140)
+        + ")"
+        in target
+    )

@@ -33,8 +33,9 @@ def root(tmp_path: Path) -> Path:
 
 
 def check(root: Path, *args: str, code: int = 0) -> dict[str, Any]:
-    result = run_tracker("check", "local", "--source", f"dir:{root}", "-q", "--format", "json",
-                         *args)
+    result = run_tracker(
+        "check", "local", "--source", f"dir:{root}", "-q", "--format", "json", *args
+    )
     assert result.exit_code == code, result.output
     doc: dict[str, Any] = json.loads(result.stdout)
     return doc
@@ -45,8 +46,9 @@ def test_a_target_class_checked_as_a_draft_lists_the_draft_members_it_lacks(root
     [row] = doc["checks"]
     assert (row["model"], row["role"], row["kind"]) == ("LlamaForCausalLM", "draft", "target")
     assert row["status"] == "broken" and row["missing"] == ["set_embed"]
-    assert row["role_evidence"].startswith("the draft checkpoint defaults to the target's: "
-                                           "configs/model_config.py:")
+    assert row["role_evidence"].startswith(
+        "the draft checkpoint defaults to the target's: configs/model_config.py:"
+    )
 
 
 def test_a_draft_class_checked_as_a_target_gets_the_target_requirements(root: Path) -> None:
@@ -54,7 +56,8 @@ def test_a_draft_class_checked_as_a_target_gets_the_target_requirements(root: Pa
     [row] = doc["checks"]
     assert (row["role"], row["kind"], row["status"]) == ("target", "draft", "ok")
     assert [p["member"] for p in row["provisions"]] == [
-        "get_embed_and_head", "set_eagle3_layers_to_capture"
+        "get_embed_and_head",
+        "set_eagle3_layers_to_capture",
     ]
     assert row["role_evidence"] == "checked as the target model on request (--role target)"
 
@@ -75,8 +78,9 @@ def test_role_without_a_model_is_bad_usage(root: Path) -> None:
 
 
 def test_an_unknown_role_is_bad_usage(root: Path) -> None:
-    result = run_tracker("check", "local", "--source", f"dir:{root}", "--role", "drafter",
-                         "-m", "LlamaForCausalLM")
+    result = run_tracker(
+        "check", "local", "--source", f"dir:{root}", "--role", "drafter", "-m", "LlamaForCausalLM"
+    )
     assert result.exit_code == 2
     assert "Invalid value for '--role'" in result.stderr
 
@@ -90,5 +94,7 @@ def test_explain_kinds_says_what_decided_the_kind_and_the_role(root: Path) -> No
     lines = [line.strip() for line in result.stdout.splitlines()]
     kind = "kind     target: no LogitsProcessor or Pooler constructed; name matches rule '.*'"
     assert lines.count(kind) == 2
-    assert any(line.startswith("role     draft: the draft checkpoint defaults to the "
-                               "target's") for line in lines)
+    assert any(
+        line.startswith("role     draft: the draft checkpoint defaults to the target's")
+        for line in lines
+    )

@@ -33,8 +33,18 @@ COMMANDS: dict[str, list[str]] = {
     "issues": ["issues", "v0.5.5.post2", "v0.5.5.post3", "-a", "EAGLE3", "--format", "json"],
     "changelog": ["changelog", "v0.5.5.post2", "v0.5.5.post3", "-a", "EAGLE3"],
     "triage": ["triage", UNPACK, "--at", "v0.5.11", "-m", QWEN35],
-    "triage.json": ["triage", UNPACK, "--at", "v0.5.11", "-m", QWEN35, "-a", "EAGLE3",
-                    "--format", "json"],
+    "triage.json": [
+        "triage",
+        UNPACK,
+        "--at",
+        "v0.5.11",
+        "-m",
+        QWEN35,
+        "-a",
+        "EAGLE3",
+        "--format",
+        "json",
+    ],
     "why": ["why", QWEN35, "--at", "v0.5.11"],
     "fix": ["fix", VL, "--at", "v0.5.5.post3"],
 }
@@ -43,8 +53,9 @@ pytestmark = pytest.mark.realdata
 
 
 @pytest.fixture(scope="module")
-def out(cli_run: Tracker, real_env: Callable[[], AbstractContextManager[None]]
-        ) -> dict[str, Result]:
+def out(
+    cli_run: Tracker, real_env: Callable[[], AbstractContextManager[None]]
+) -> dict[str, Result]:
     with real_env():
         return {name: cli_run(*args, "--source", "pypi", "-q") for name, args in COMMANDS.items()}
 
@@ -70,60 +81,80 @@ def change(doc: dict[str, Any], subject: str) -> dict[str, Any]:
 
 
 def test_qwen2_5_vl_breaks_the_contract_at_v0_5_5_post3_and_the_line_says_so(
-        out: dict[str, Result]) -> None:
+    out: dict[str, Result],
+) -> None:
     text = stdout(out, "broke")
     assert f"  ✗ {VL} (broke) · aux-hidden-state contract\n" in text
-    assert (f"      aux hidden states never reach the logits: {VL}.forward unpacks "
-            f"hidden_states, aux_hidden_states (qwen2_5_vl.py:575); {VL}.forward calls "
-            "self.logits_processor without the aux states (qwen2_5_vl.py:579)\n") in text
+    assert (
+        f"      aux hidden states never reach the logits: {VL}.forward unpacks "
+        f"hidden_states, aux_hidden_states (qwen2_5_vl.py:575); {VL}.forward calls "
+        "self.logits_processor without the aux states (qwen2_5_vl.py:579)\n"
+    ) in text
     assert f"{VL} (broke) · missing" not in text
     found = change(document(out, "broke.json"), VL)
     assert (found["kind"], found["breaking"], found["new"]["missing"]) == (
-        "model_wrapper_contract_broke", True, [])
-    assert [(f["rule"], [s["line"] for s in f["sites"]]) for f in found["new"]["contract"]] \
-        == [("aux_not_to_logits", [575, 579])]
+        "model_wrapper_contract_broke",
+        True,
+        [],
+    )
+    assert [(f["rule"], [s["line"] for s in f["sites"]]) for f in found["new"]["contract"]] == [
+        ("aux_not_to_logits", [575, 579])
+    ]
 
 
 def test_qwen2_5_vl_keeps_the_contract_again_at_v0_5_6(out: dict[str, Result]) -> None:
-    assert (f"  ✓ fixed, the aux-hidden-state contract: {VL} (was: aux hidden states never "
-            "reach the logits)\n") in stdout(out, "fixed")
+    assert (
+        f"  ✓ fixed, the aux-hidden-state contract: {VL} (was: aux hidden states never "
+        "reach the logits)\n"
+    ) in stdout(out, "fixed")
     found = change(document(out, "fixed.json"), VL)
     assert found["kind"] == "model_wrapper_contract_fixed"
     assert found["message"] == f"{VL} no longer breaks EAGLE3's aux-hidden-state contract"
     assert (found["old"]["status"], found["new"]["status"], found["new"]["contract"]) == (
-        "broken", "ok", [])
+        "broken",
+        "ok",
+        [],
+    )
 
 
 def test_the_qwen3_5_wrappers_capture_is_fixed_at_v0_5_22_beside_member_fixes(
-        out: dict[str, Result]) -> None:
+    out: dict[str, Result],
+) -> None:
     text = stdout(out, "qwen35")
     assert "  ✓ fixed: Qwen3_5ForCausalLM, Qwen3_5MoeForCausalLM\n" in text
-    assert (f"  ✓ fixed, the aux-hidden-state contract: InternS2MobiusForConditionalGeneration, "
-            f"InternS2PreviewForConditionalGeneration, {QWEN35}, "
-            "Qwen3_5MoeForConditionalGeneration (was: aux hidden states never captured)\n"
-            ) in text
+    assert (
+        f"  ✓ fixed, the aux-hidden-state contract: InternS2MobiusForConditionalGeneration, "
+        f"InternS2PreviewForConditionalGeneration, {QWEN35}, "
+        "Qwen3_5MoeForConditionalGeneration (was: aux hidden states never captured)\n"
+    ) in text
     found = change(document(out, "qwen35.json"), QWEN35)
     assert found["kind"] == "model_wrapper_contract_fixed"
     (finding,) = found["old"]["contract"]
     assert finding["rule"] == "capture_state_mismatch"
     # The setter's write, the decoder's read, and the wrapper's unpack that fails.
     assert [(s["path"].rpartition("/")[2], s["line"]) for s in finding["sites"]] == [
-        ("qwen3_vl.py", 1771), ("qwen3_5.py", 1826), ("qwen3_vl.py", 1653)]
+        ("qwen3_vl.py", 1771),
+        ("qwen3_5.py", 1826),
+        ("qwen3_vl.py", 1653),
+    ]
 
 
 # ----------------------------------------------------------------- issues, changelog
 
 
-def test_the_contract_break_gets_its_own_issue_without_a_fix_patch(
-        out: dict[str, Result]) -> None:
+def test_the_contract_break_gets_its_own_issue_without_a_fix_patch(out: dict[str, Result]) -> None:
     doc = document(out, "issues")
     (issue,) = [i for i in doc["issues"] if i["report"]["subject"] == VL]
     assert issue["report"]["kind"] == "model_wrapper_contract_broke"
-    assert issue["title"] == (f"[EAGLE3] {VL} breaks the aux-hidden-state contract: aux hidden "
-                              "states never reach the logits (broken since v0.5.5.post3)")
+    assert issue["title"] == (
+        f"[EAGLE3] {VL} breaks the aux-hidden-state contract: aux hidden "
+        "states never reach the logits (broken since v0.5.5.post3)"
+    )
     body = issue["body"]
-    link = "https://github.com/sgl-project/sglang/blob/v0.5.5.post3/python/sglang/srt/" \
+    link = (
+        "https://github.com/sgl-project/sglang/blob/v0.5.5.post3/python/sglang/srt/"
         "models/qwen2_5_vl.py#L"
+    )
     assert f"[models/qwen2_5_vl.py:575]({link}575)" in body
     assert f"[models/qwen2_5_vl.py:579]({link}579)" in body
     assert "`tracker fix` writes no patch for a contract break" in body
@@ -133,58 +164,97 @@ def test_the_contract_break_gets_its_own_issue_without_a_fix_patch(
 def test_the_changelog_lists_the_contract_break_with_its_sites(out: dict[str, Result]) -> None:
     text = stdout(out, "changelog")
     assert "1 wrapper broke (Qwen2_5_VLForConditionalGeneration)" in text
-    assert f"- `{VL}` breaks the aux-hidden-state contract: aux hidden states never reach " \
+    assert (
+        f"- `{VL}` breaks the aux-hidden-state contract: aux hidden states never reach "
         "the logits (" in text
+    )
 
 
 def test_watch_files_the_contract_break_and_closes_it_at_the_release_that_fixes_it(
-        tracker: Tracker, tmp_path: Path) -> None:
-    result = tracker("watch", "--out", str(tmp_path / "out"), "--state",
-                     str(tmp_path / "state.json"), "--since", "v0.5.5.post2", "--until",
-                     "v0.5.6", "-a", "EAGLE3", "--source", "pypi", "-q")
+    tracker: Tracker, tmp_path: Path
+) -> None:
+    result = tracker(
+        "watch",
+        "--out",
+        str(tmp_path / "out"),
+        "--state",
+        str(tmp_path / "state.json"),
+        "--since",
+        "v0.5.5.post2",
+        "--until",
+        "v0.5.6",
+        "-a",
+        "EAGLE3",
+        "--source",
+        "pypi",
+        "-q",
+    )
     assert result.exit_code == 0, result.stderr
     index = json.loads((tmp_path / "out" / "issues.json").read_text())
     assert errors(index) == []
     (entry,) = index["issues"]
-    assert (entry["report"]["kind"], entry["report"]["subject"], entry["state"],
-            entry["fixed_in"]) == ("model_wrapper_contract_broke", VL, "closed", "v0.5.6")
+    assert (
+        entry["report"]["kind"],
+        entry["report"]["subject"],
+        entry["state"],
+        entry["fixed_in"],
+    ) == ("model_wrapper_contract_broke", VL, "closed", "v0.5.6")
     assert entry["fixed_reason"] == (
-        f"`{VL}` no longer breaks EAGLE3's aux-hidden-state contract at v0.5.6.")
+        f"`{VL}` no longer breaks EAGLE3's aux-hidden-state contract at v0.5.6."
+    )
 
 
 # ------------------------------------------------------------------- triage, why, fix
 
 
 def test_triage_of_the_unpack_error_explains_the_qwen3_5_capture_and_its_fix_release(
-        out: dict[str, Result]) -> None:
+    out: dict[str, Result],
+) -> None:
     text = stdout(out, "triage")
-    assert (f"→ {QWEN35} breaks the aux-hidden-state contract EAGLE3 relies on at v0.5.11 (aux "
-            "hidden states never captured): the decoder reads _is_layer_to_capture on "
-            "model.layers[], which the setter never sets") in text
+    assert (
+        f"→ {QWEN35} breaks the aux-hidden-state contract EAGLE3 relies on at v0.5.11 (aux "
+        "hidden states never captured): the decoder reads _is_layer_to_capture on "
+        "model.layers[], which the setter never sets"
+    ) in text
     # Broken since it arrived (members missing at v0.5.9 and v0.5.10, then the contract).
-    assert ("  ✗ EAGLE3      broken · aux-hidden-state contract · since v0.5.9, where the class "
-            "is new · fixed in v0.5.22\n") in text
-    assert ("        models/qwen3_vl.py:1403  set_eagle3_layers_to_capture writes "
-            "self.model.layers_to_capture\n") in text
-    assert ("        models/qwen3_5.py:1114  Qwen3_5ForCausalLM.forward reads "
-            "layer._is_layer_to_capture (getattr)\n") in text
+    assert (
+        "  ✗ EAGLE3      broken · aux-hidden-state contract · since v0.5.9, where the class "
+        "is new · fixed in v0.5.22\n"
+    ) in text
+    assert (
+        "        models/qwen3_vl.py:1403  set_eagle3_layers_to_capture writes "
+        "self.model.layers_to_capture\n"
+    ) in text
+    assert (
+        "        models/qwen3_5.py:1114  Qwen3_5ForCausalLM.forward reads "
+        "layer._is_layer_to_capture (getattr)\n"
+    ) in text
     assert "fix: upgrade to v0.5.22, or change the capture code" in text
     doc = document(out, "triage.json")
     (check,) = doc["checks"]
     assert (check["contract_matches"], check["fixed_in"], doc["fix_command"]) == (
-        True, "v0.5.22", "")
+        True,
+        "v0.5.22",
+        "",
+    )
 
 
 def test_why_on_the_class_shows_its_members_and_the_contract_finding(
-        out: dict[str, Result]) -> None:
+    out: dict[str, Result],
+) -> None:
     lines = stdout(out, "why").splitlines()
-    assert lines[0] == (f"{QWEN35} at v0.5.11 for EAGLE3: broken (target model · "
-                        "python/sglang/srt/models/qwen3_5.py)")
-    assert "  set_eagle3_layers_to_capture     inherited from Qwen3VLForConditionalGeneration" \
-        in lines
+    assert lines[0] == (
+        f"{QWEN35} at v0.5.11 for EAGLE3: broken (target model · "
+        "python/sglang/srt/models/qwen3_5.py)"
+    )
+    assert (
+        "  set_eagle3_layers_to_capture     inherited from Qwen3VLForConditionalGeneration" in lines
+    )
     assert "  aux-hidden-state contract: broken" in lines
-    assert ("      python/sglang/srt/models/qwen3_vl.py:1403  set_eagle3_layers_to_capture "
-            "writes self.model.layers_to_capture") in lines
+    assert (
+        "      python/sglang/srt/models/qwen3_vl.py:1403  set_eagle3_layers_to_capture "
+        "writes self.model.layers_to_capture"
+    ) in lines
 
 
 def test_fix_on_a_contract_only_break_is_one_line_and_exit_2(out: dict[str, Result]) -> None:
@@ -194,7 +264,8 @@ def test_fix_on_a_contract_only_break_is_one_line_and_exit_2(out: dict[str, Resu
         f"tracker: error: {VL} provides every member EAGLE3 requires at v0.5.5.post3 but "
         "breaks its aux-hidden-state contract (aux hidden states never reach the logits); "
         "tracker fix only adds missing members and writes no patch for that: "
-        f"`tracker why {VL} --at v0.5.5.post3` shows the sites\n")
+        f"`tracker why {VL} --at v0.5.5.post3` shows the sites\n"
+    )
 
 
 # -------------------------------------------------------------- a tiny tree, offline
@@ -210,7 +281,8 @@ def write_tree(root: Path, overrides: dict[str, str]) -> Path:
 
 @pytest.mark.parametrize("fmt", ["text", "json"])
 def test_why_and_fix_on_a_tiny_tree_whose_decoder_returns_no_pair(
-        tmp_path: Path, cli_run: Tracker, fmt: str) -> None:
+    tmp_path: Path, cli_run: Tracker, fmt: str
+) -> None:
     root = write_tree(tmp_path / "tree", {"models/dec.py": CAPTURE_LM_NO_PAIR})
     source = ["--at", "local", "--source", f"dir:{root}", "-q"]
     why = cli_run("why", "DecForCausalLM", *source, "--format", fmt)
@@ -220,10 +292,11 @@ def test_why_and_fix_on_a_tiny_tree_whose_decoder_returns_no_pair(
         assert errors(doc) == []
         assert [f["rule"] for f in doc["check"]["contract"]] == ["aux_never_returned"]
     else:
-        assert "    aux hidden states never returned: the inner forward never returns " \
+        assert (
+            "    aux hidden states never returned: the inner forward never returns "
             "(hidden_states, aux_hidden_states)\n" in why.stdout
+        )
         assert "      serving it: the inner forward returns a bare tensor" in why.stdout
     fix = cli_run("fix", "DecForCausalLM", *source)
     assert fix.exit_code == 2 and fix.stdout == ""
-    assert "breaks its aux-hidden-state contract (aux hidden states never returned)" \
-        in fix.stderr
+    assert "breaks its aux-hidden-state contract (aux hidden states never returned)" in fix.stderr

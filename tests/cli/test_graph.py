@@ -34,9 +34,7 @@ CHAIN = [
     "sglang.srt.model_executor.model_runner:ModelRunner.initialize",
 ]
 GET_EMBED = "target:get_embed_and_head@python/sglang/srt/speculative/eagle_worker.py:157"
-CAPTURE = (
-    "target:set_eagle3_layers_to_capture@python/sglang/srt/model_executor/model_runner.py:622"
-)
+CAPTURE = "target:set_eagle3_layers_to_capture@python/sglang/srt/model_executor/model_runner.py:622"
 
 
 def from_json(text: str) -> nx.DiGraph:
@@ -73,7 +71,11 @@ def test_the_eagle3_graph_leads_from_the_worker_through_the_runner_to_both_targe
     for site, line in ((GET_EMBED, 157), (CAPTURE, 622)):
         node = graph.nodes[site]
         assert (node["kind"], node["role"], node["status"], node["line"]) == (
-            "site", "target", "required", line)
+            "site",
+            "target",
+            "required",
+            line,
+        )
     assert graph.nodes[CAPTURE]["condition"] == "self.eagle_use_aux_hidden_state"
     init = graph.nodes["sglang.srt.model_executor.model_runner:ModelRunner.initialize"]
     assert init["path"] == "python/sglang/srt/model_executor/model_runner.py"
@@ -99,7 +101,8 @@ def test_the_graphml_reads_back_with_networkx_to_the_same_graph_as_the_json(
     graph = from_json(v059["json"].stdout)
     assert dict(back.nodes(data=True)) == dict(graph.nodes(data=True))
     assert {(a, b): d for a, b, d in back.edges(data=True)} == {
-        (a, b): d for a, b, d in graph.edges(data=True)}
+        (a, b): d for a, b, d in graph.edges(data=True)
+    }
 
 
 @pytest.mark.realdata
@@ -115,42 +118,59 @@ def test_the_dot_declares_the_same_nodes_and_edges_and_graphviz_accepts_it_when_
     assert parsed.nodes[CAPTURE]["line"] == "622"
     dot = shutil.which("dot")
     if dot is not None:  # graphviz is optional here; the structure above is always checked
-        done = subprocess.run([dot, "-Tsvg"], input=text, capture_output=True, text=True,
-                              timeout=120, check=False)
+        done = subprocess.run(
+            [dot, "-Tsvg"], input=text, capture_output=True, text=True, timeout=120, check=False
+        )
         assert done.returncode == 0 and "<svg" in done.stdout, done.stderr
 
 
 @pytest.mark.realdata
 def test_a_role_filter_keeps_only_that_role_s_sites(
-    real_env: Callable[[], AbstractContextManager[None]], cli_run: Tracker,
+    real_env: Callable[[], AbstractContextManager[None]],
+    cli_run: Tracker,
     v059: dict[str, Result],
 ) -> None:
     with real_env():
-        result = cli_run("graph", "v0.5.9", "-a", "eagle3", "--role", "draft", "--format",
-                         "json", "-q")
+        result = cli_run(
+            "graph", "v0.5.9", "-a", "eagle3", "--role", "draft", "--format", "json", "-q"
+        )
     assert result.exit_code == 0, result.stderr
     graph = from_json(result.stdout)
     roles = {d["role"] for _, d in graph.nodes(data=True) if d["kind"] == "site"}
     assert roles == {"draft"}
     assert CAPTURE not in graph and "hot_token_id" in {
-        d.get("member") for _, d in graph.nodes(data=True)}
+        d.get("member") for _, d in graph.nodes(data=True)
+    }
 
 
-def test_an_unknown_algorithm_is_one_line_on_stderr_and_exit_2(tmp_path: Path,
-                                                               cli_run: Tracker) -> None:
+def test_an_unknown_algorithm_is_one_line_on_stderr_and_exit_2(
+    tmp_path: Path, cli_run: Tracker
+) -> None:
     root = write_tree(tmp_path)
     result = cli_run("graph", "local", "--source", f"dir:{root}", "-a", "MEDUSA")
     assert result.exit_code == 2
-    assert result.stderr.strip() == "tracker: error: unknown algorithm MEDUSA; this version " \
+    assert (
+        result.stderr.strip() == "tracker: error: unknown algorithm MEDUSA; this version "
         "has EAGLE, EAGLE3"
+    )
     assert result.stdout == ""
 
 
 def test_output_goes_to_the_file_named_by_o(tmp_path: Path, cli_run: Tracker) -> None:
     root = write_tree(tmp_path)
     target = tmp_path / "graph.graphml"
-    result = cli_run("graph", "local", "--source", f"dir:{root}", "-a", "EAGLE3",
-                     "--format", "graphml", "-o", str(target))
+    result = cli_run(
+        "graph",
+        "local",
+        "--source",
+        f"dir:{root}",
+        "-a",
+        "EAGLE3",
+        "--format",
+        "graphml",
+        "-o",
+        str(target),
+    )
     assert result.exit_code == 0, result.stderr
     assert result.stdout == ""
     assert nx.read_graphml(target).number_of_nodes() > 0
@@ -173,8 +193,7 @@ def test_the_graph_of_a_tiny_tree_matches_its_golden(
     fmt: str, tmp_path: Path, cli_run: Tracker, update_goldens: bool
 ) -> None:
     root = write_tree(tmp_path)
-    result = cli_run("graph", "local", "--source", f"dir:{root}", "-a", "EAGLE3",
-                     "--format", fmt)
+    result = cli_run("graph", "local", "--source", f"dir:{root}", "-a", "EAGLE3", "--format", fmt)
     assert result.exit_code == 0, result.stderr
     text = result.stdout.replace(str(root.resolve()), "/TREE")
     golden = GOLDENS / f"graph-eagle3.{fmt}"

@@ -33,14 +33,18 @@ EAGLE3_V059 = [KIMI, "LightOnOCRForConditionalGeneration", "StepVLForConditional
 
 
 @pytest.fixture(scope="module")
-def issue_dir(tmp_path_factory: pytest.TempPathFactory, cli_run: Tracker,
-              real_env: Callable[[], AbstractContextManager[None]]) -> Path:
+def issue_dir(
+    tmp_path_factory: pytest.TempPathFactory,
+    cli_run: Tracker,
+    real_env: Callable[[], AbstractContextManager[None]],
+) -> Path:
     """`tracker issues v0.5.8 v0.5.9 -a EAGLE3 --out DIR`, run once for the module (it
     analyses v0.5.9 for the fix patches)."""
     out = tmp_path_factory.mktemp("issues")
     with real_env():
-        result = cli_run("issues", "v0.5.8", "v0.5.9", "-a", "EAGLE3", "--source", "pypi",
-                         "--out", str(out))
+        result = cli_run(
+            "issues", "v0.5.8", "v0.5.9", "-a", "EAGLE3", "--source", "pypi", "--out", str(out)
+        )
     assert result.exit_code == 0, result.stderr
     assert result.stderr.strip().endswith(f"wrote 3 issues and issues.json to {out}")
     return out
@@ -50,20 +54,29 @@ def files(directory: Path) -> dict[str, str]:
     return {p.name: p.read_text() for p in sorted(directory.glob("*.md"))}
 
 
-def built(old: str, new: str, algorithms: tuple[str, ...],
-          options: RenderOptions | None = None) -> list[IssueDoc]:
+def built(
+    old: str, new: str, algorithms: tuple[str, ...], options: RenderOptions | None = None
+) -> list[IssueDoc]:
     """The issues of old → new from the snapshots alone (no analysis, so no patch)."""
     ws = Workspace(open_source("pypi", None, Path.cwd()))
     a, b = ws.snapshot(old), ws.snapshot(new)
     d = diff(a.interface, a.compat, b.interface, b.compat, algorithms)
-    return build_issues(d, a.interface, b.interface, b.compat, source="pypi:sglang",
-                        options=options or RenderOptions())
+    return build_issues(
+        d,
+        a.interface,
+        b.interface,
+        b.compat,
+        source="pypi:sglang",
+        options=options or RenderOptions(),
+    )
 
 
 def front(text: str) -> dict[str, Any]:
     head = text.split("---\n")[1]
-    return {k: json.loads(v) if v.startswith(("[", '"')) else v
-            for k, v in (line.split(": ", 1) for line in head.splitlines())}
+    return {
+        k: json.loads(v) if v.startswith(("[", '"')) else v
+        for k, v in (line.split(": ", 1) for line in head.splitlines())
+    }
 
 
 # ------------------------------------------------------------------- --out
@@ -79,20 +92,24 @@ def test_out_writes_one_markdown_file_per_issue_and_an_index(issue_dir: Path) ->
         entry = next(e for e in index["issues"] if e["file"] == name)
         assert meta["title"] == entry["title"]
         assert meta["fingerprint"] == entry["fingerprint"] == fingerprint_in(text)
-        assert meta["labels"][:3] == ["sglang-tracker", "speculative-decoding",
-                                      "algorithm:EAGLE3"]
+        assert meta["labels"][:3] == ["sglang-tracker", "speculative-decoding", "algorithm:EAGLE3"]
 
 
 def test_the_kimi_k25_issue_says_what_broke_where_since_when_and_how_to_fix_it(
-        issue_dir: Path) -> None:
+    issue_dir: Path,
+) -> None:
     text = next(t for n, t in files(issue_dir).items() if KIMI in n)
     assert front(text)["title"] == (
         f"[EAGLE3] new {KIMI} lacks get_embed_and_head, set_eagle3_layers_to_capture; its "
-        "self.language_model provides them (v0.5.9)")
+        "self.language_model provides them (v0.5.9)"
+    )
     assert f"AttributeError: '{KIMI}' object has no attribute 'get_embed_and_head'" in text
     assert "**v0.5.9**: the class is new in this release (not registered in v0.5.8)" in text
-    for site in ("speculative/eagle_worker.py#L157", "model_executor/model_runner.py#L622",
-                 "model_executor/cuda_graph_runner.py#L365"):
+    for site in (
+        "speculative/eagle_worker.py#L157",
+        "model_executor/model_runner.py#L622",
+        "model_executor/cuda_graph_runner.py#L365",
+    ):
         assert f"]({SRT}{site})" in text
     assert "· if `self.eagle_use_aux_hidden_state`" in text
     patch = text.split("```diff\n", 1)[1].split("```", 1)[0]
@@ -102,13 +119,15 @@ def test_the_kimi_k25_issue_says_what_broke_where_since_when_and_how_to_fix_it(
 
 
 def test_a_new_class_whose_sibling_supports_the_algorithm_is_told_what_to_add(
-        use_real_cache: Path) -> None:
+    use_real_cache: Path,
+) -> None:
     (sarvam,) = built("v0.5.9", "v0.5.10", ("EAGLE3",))
     assert sarvam.report.subject == "SarvamMLAForCausalLM"
     assert "```diff" not in sarvam.body
     assert "other classes of its module support EAGLE3" in sarvam.body
-    assert ("Add `get_embed_and_head`, `set_eagle3_layers_to_capture` to "
-            "`SarvamMLAForCausalLM`") in sarvam.body
+    assert (
+        "Add `get_embed_and_head`, `set_eagle3_layers_to_capture` to `SarvamMLAForCausalLM`"
+    ) in sarvam.body
 
 
 def test_new_classes_that_never_supported_the_algorithm_get_no_issue(issue_dir: Path) -> None:
@@ -121,9 +140,9 @@ def test_new_classes_that_never_supported_the_algorithm_get_no_issue(issue_dir: 
 # ------------------------------------------------------------------- fingerprints
 
 
-def test_fingerprints_depend_on_what_is_reported_not_on_the_wording(tmp_path: Path,
-                                                                     use_real_cache: Path
-                                                                     ) -> None:
+def test_fingerprints_depend_on_what_is_reported_not_on_the_wording(
+    tmp_path: Path, use_real_cache: Path
+) -> None:
     (tmp_path / "issue.md.j2").write_text("Entirely different words for {{ doc.kind }}.\n")
     plain = built("v0.5.8", "v0.5.9", ("EAGLE3",))
     reworded = built("v0.5.8", "v0.5.9", ("EAGLE3",), RenderOptions(template_dir=tmp_path))
@@ -143,46 +162,59 @@ def test_fingerprints_differ_per_algorithm_and_per_release(use_real_cache: Path)
 
 
 def test_the_issue_index_written_by_the_cli_matches_the_library_fingerprints(
-        issue_dir: Path, use_real_cache: Path) -> None:
+    issue_dir: Path, use_real_cache: Path
+) -> None:
     index = json.loads((issue_dir / "issues.json").read_text())
     assert sorted(e["fingerprint"] for e in index["issues"]) == sorted(
-        i.fingerprint for i in built("v0.5.8", "v0.5.9", ("EAGLE3",)))
+        i.fingerprint for i in built("v0.5.8", "v0.5.9", ("EAGLE3",))
+    )
 
 
 # ------------------------------------------------------------------- other kinds
 
 
-def test_a_wrapper_that_worked_before_and_broke_gets_a_regression_issue(use_real_cache: Path
-                                                                        ) -> None:
+def test_a_wrapper_that_worked_before_and_broke_gets_a_regression_issue(
+    use_real_cache: Path,
+) -> None:
     found = {i.report.subject: i for i in built("v0.5.4", "v0.5.5", ("EAGLE3",))}
     glm = found["Glm4vForConditionalGeneration"]
     assert glm.report.kind == "model_wrapper_broke"
     assert "regression" in glm.labels
     assert glm.title.startswith("[EAGLE3] Glm4vForConditionalGeneration no longer provides ")
     # Where the member came from before says where the regression starts.
-    assert ("**v0.5.5**: it provided these members in v0.5.4:\n"
-            "- `set_eagle3_layers_to_capture`: inherited from "
-            "`Qwen2_5_VLForConditionalGeneration`\n") in glm.body
+    assert (
+        "**v0.5.5**: it provided these members in v0.5.4:\n"
+        "- `set_eagle3_layers_to_capture`: inherited from "
+        "`Qwen2_5_VLForConditionalGeneration`\n"
+    ) in glm.body
 
 
 def test_a_target_member_newly_required_gets_an_issue_listing_the_classes_lacking_it(
-        use_real_cache: Path) -> None:
-    found = [i for i in built("v0.5.1", "v0.5.2", ("STANDALONE",))
-             if i.report.kind == "member_now_required"]
+    use_real_cache: Path,
+) -> None:
+    found = [
+        i
+        for i in built("v0.5.1", "v0.5.2", ("STANDALONE",))
+        if i.report.kind == "member_now_required"
+    ]
     assert [(i.report.role, i.report.subject) for i in found] == [
-        ("target", "get_embed_and_head")]  # the draft model's new member is not filed
+        ("target", "get_embed_and_head")
+    ]  # the draft model's new member is not filed
     body = found[0].body
-    assert found[0].title == ("[STANDALONE] the target model must now provide "
-                              "get_embed_and_head (v0.5.2)")
+    assert found[0].title == (
+        "[STANDALONE] the target model must now provide get_embed_and_head (v0.5.2)"
+    )
     assert "interface-change" in found[0].labels
-    assert "](https://github.com/sgl-project/sglang/blob/v0.5.2/python/sglang/srt/" \
-           "speculative/" in body
+    assert (
+        "](https://github.com/sgl-project/sglang/blob/v0.5.2/python/sglang/srt/speculative/" in body
+    )
     assert "target model classes registered at v0.5.2 lack it:" in body
 
 
 def test_json_output_carries_the_schema_and_each_issue(tracker: Tracker) -> None:
-    result = tracker("issues", "v0.5.9", "v0.5.10", "-a", "EAGLE3", "--source", "pypi",
-                     "--format", "json")
+    result = tracker(
+        "issues", "v0.5.9", "v0.5.10", "-a", "EAGLE3", "--source", "pypi", "--format", "json"
+    )
     doc = json.loads(result.stdout)
     assert doc["schema"] == "sglang-tracker/issues@1"
     assert (doc["from"], doc["to"]) == ("v0.5.9", "v0.5.10")

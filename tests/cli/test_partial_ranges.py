@@ -24,8 +24,10 @@ def repo(make_git_repo: Callable[..., Path]) -> Path:
 
 
 def events(doc: dict[str, object]) -> set[tuple[str, str, str, str]]:
-    return {(e["version"], e["kind"], e["model"], e["status"])  # type: ignore[index]
-            for e in doc["events"]}  # type: ignore[attr-defined]
+    return {
+        (e["version"], e["kind"], e["model"], e["status"])  # type: ignore[index]
+        for e in doc["events"]
+    }  # type: ignore[attr-defined]
 
 
 def test_a_class_already_there_is_present_and_a_new_one_appeared(
@@ -45,17 +47,18 @@ def test_the_matrix_text_says_since_before_the_range(repo: Path, cli_run: Tracke
     assert result.exit_code == 0, result.stderr
     lines = result.stdout.splitlines()
     # The event column is as wide as its longest entry, "present" here.
-    assert ("  v1.1.0  present WrapperForConditionalGeneration (since before v1.1.0, "
-            "broken) · get_embed_and_head, set_eagle3_layers_to_capture") in lines
+    assert (
+        "  v1.1.0  present WrapperForConditionalGeneration (since before v1.1.0, "
+        "broken) · get_embed_and_head, set_eagle3_layers_to_capture"
+    ) in lines
     assert "  (1 classes appeared supported)" in lines
     assert "  (1 classes supported since before v1.1.0)" in lines
 
 
-def test_history_of_a_class_already_there_says_since_before(
-    repo: Path, cli_run: Tracker
-) -> None:
-    result = cli_run("history", "LlamaForCausalLM", "v1.1.0..v1.2.0", "--repo", str(repo),
-                     "-a", "EAGLE3")
+def test_history_of_a_class_already_there_says_since_before(repo: Path, cli_run: Tracker) -> None:
+    result = cli_run(
+        "history", "LlamaForCausalLM", "v1.1.0..v1.2.0", "--repo", str(repo), "-a", "EAGLE3"
+    )
     assert result.exit_code == 0, result.stderr
     assert "  v1.1.0         present   ok (since before v1.1.0)" in result.stdout.splitlines()
 

@@ -31,8 +31,15 @@ PRINTED: dict[str, list[str]] = {
     "diff": ["diff", "v0.5.8", "v0.5.10", "--all", "--format", "json"],
     "check": ["check", "v0.5.9", "--all", "--kind", "all", "--format", "json"],
     "check-patched": [
-        "check", "--requirements", "v0.5.10", "--models", "v0.5.9", "-a", "EAGLE3",
-        "--format", "json",
+        "check",
+        "--requirements",
+        "v0.5.10",
+        "--models",
+        "v0.5.9",
+        "-a",
+        "EAGLE3",
+        "--format",
+        "json",
     ],
     "matrix": ["matrix", "v0.5.8..v0.5.10", "--kind", "all", "--format", "json"],
     "history": ["history", KIMI, "v0.5.8..v0.5.10", "--format", "json"],
@@ -41,7 +48,11 @@ PRINTED: dict[str, list[str]] = {
     "issues": ["issues", "v0.5.8", "v0.5.10", "--format", "json"],
     "triage": ["triage", KIMI_ERROR, "--at", "v0.5.9", "--format", "json"],
     "facts": [
-        "facts", "v0.5.9", "python/sglang/srt/speculative/eagle_worker.py", "--format", "json",
+        "facts",
+        "v0.5.9",
+        "python/sglang/srt/speculative/eagle_worker.py",
+        "--format",
+        "json",
     ],
     "graph": ["graph", "v0.5.9", "-a", "EAGLE3", "--format", "json"],
 }
@@ -69,8 +80,21 @@ def _watch(cli_run: Tracker, tmp: Path, sink: list[str], name: str) -> dict[str,
     """Two watch runs over v0.5.9 and v0.5.10 (the second finds everything filed): their
     JSON output and the state file."""
     state = tmp / f"{name}-state.json"
-    args = ["watch", *sink, "--state", str(state), "-a", "EAGLE3", "--since", "v0.5.8.post1",
-            "--until", "v0.5.10", "--format", "json", "-q"]
+    args = [
+        "watch",
+        *sink,
+        "--state",
+        str(state),
+        "-a",
+        "EAGLE3",
+        "--since",
+        "v0.5.8.post1",
+        "--until",
+        "v0.5.10",
+        "--format",
+        "json",
+        "-q",
+    ]
     first, again = _json(cli_run(*args)), _json(cli_run(*args))
     return {f"{name}": first, f"{name}-again": again, f"{name}-state": _read(state)}
 
@@ -99,14 +123,33 @@ def documents(
         docs |= _watch(cli_run, tmp, ["--out", str(tmp / "watched")], "watch-dir")
         docs["watch-dir-index"] = _read(tmp / "watched" / "issues.json")
         config = tmp / "tracker.toml"
-        config.write_text(f'[[accepted]]\nmodel = "{KIMI}"\nalgorithm = "EAGLE3"\n'
-                          'reason = "patched in a fork"\n', encoding="utf-8")
+        config.write_text(
+            f'[[accepted]]\nmodel = "{KIMI}"\nalgorithm = "EAGLE3"\nreason = "patched in a fork"\n',
+            encoding="utf-8",
+        )
         for name, args in ACCEPTING.items():
             docs[name] = _json(cli_run(*args, "--config", str(config), "-q"))
-        docs["watch-dry-run"] = _json(cli_run(
-            "watch", "--out", str(tmp / "dry"), "--state", str(tmp / "dry-state.json"),
-            "-a", "EAGLE3", "--since", "v0.5.8.post1", "--until", "v0.5.9", "--dry-run",
-            "--config", str(config), "--format", "json", "-q"))
+        docs["watch-dry-run"] = _json(
+            cli_run(
+                "watch",
+                "--out",
+                str(tmp / "dry"),
+                "--state",
+                str(tmp / "dry-state.json"),
+                "-a",
+                "EAGLE3",
+                "--since",
+                "v0.5.8.post1",
+                "--until",
+                "v0.5.9",
+                "--dry-run",
+                "--config",
+                str(config),
+                "--format",
+                "json",
+                "-q",
+            )
+        )
         with pytest.MonkeyPatch.context() as mp, fake_github() as (url, _):
             mp.setenv("GITHUB_TOKEN", TOKEN)
             docs |= _watch(cli_run, tmp, ["--post", REPO, "--api-url", url], "watch-github")
@@ -165,8 +208,9 @@ def test_the_documents_hold_the_fields_present_only_sometimes(
     reason = {"reason": "patched in a fork"}
     (kimi,) = documents["check-accepted"]["checks"]
     assert kimi["accepted"] == reason
-    assert any(c.get("new", {}).get("accepted") == reason
-               for c in documents["diff-accepted"]["changes"])
+    assert any(
+        c.get("new", {}).get("accepted") == reason for c in documents["diff-accepted"]["changes"]
+    )
     broken = [b for s in documents["changelog-accepted"]["sections"] for b in s["broken"]]
     assert [b["accepted"] for b in broken if b["model"] == KIMI] == [reason]
     for name in ("matrix-accepted", "history-accepted"):

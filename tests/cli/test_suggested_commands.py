@@ -35,9 +35,7 @@ def test_the_fix_a_check_of_a_directory_suggests_runs_and_prints_the_patch(
     assert "+        return self.language_model.get_embed_and_head()" in fix.stdout
 
 
-def test_the_fix_a_diff_against_a_directory_suggests_runs(
-    tmp_path: Path, cli_run: Tracker
-) -> None:
+def test_the_fix_a_diff_against_a_directory_suggests_runs(tmp_path: Path, cli_run: Tracker) -> None:
     old = write_tree(tmp_path / "old", {"models/wrapper.py": None})
     new = write_tree(tmp_path / "new")
     diff = cli_run("diff", f"dir:{old}", f"dir:{new}", "-a", "EAGLE3")
@@ -60,8 +58,17 @@ def test_models_checked_against_another_tree_get_a_fix_against_those_requirement
         "        self.target_worker = target_worker\n"
     )
     models = write_tree(tmp_path / "patched", {"speculative/eagle_worker.py": quiet_worker})
-    check = cli_run("check", "--requirements", f"dir:{requirements}",
-                        "--models", f"dir:{models}", "-a", "EAGLE3", "-m", WRAPPER)
+    check = cli_run(
+        "check",
+        "--requirements",
+        f"dir:{requirements}",
+        "--models",
+        f"dir:{models}",
+        "-a",
+        "EAGLE3",
+        "-m",
+        WRAPPER,
+    )
     assert check.exit_code == 0, check.stderr
     args = suggested_fix(check.stdout)
     assert "--requirements" in args

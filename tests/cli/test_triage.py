@@ -23,17 +23,34 @@ KIMI_ERROR = f"AttributeError: '{KIMI}' object has no attribute 'get_embed_and_h
 # ------------------------------------------------------------------------- parsing
 
 
-@pytest.mark.parametrize(("message", "form", "owner", "member"), [
-    (KIMI_ERROR, "object", KIMI, "get_embed_and_head"),
-    ("AttributeError: type object 'Qwen3ForCausalLM' has no attribute 'set_embed'",
-     "class", "Qwen3ForCausalLM", "set_embed"),
-    ("AttributeError: module 'sglang.srt.models.kimi_k25' has no attribute 'EntryClass'",
-     "module", "sglang.srt.models.kimi_k25", "EntryClass"),
-    ("AttributeError: 'LogitsProcessorOutput' object has no attribute 'mm_input_embeds'. "
-     "Did you mean: 'input_embeds'?", "object", "LogitsProcessorOutput", "mm_input_embeds"),
-])
-def test_each_wording_of_a_missing_attribute_is_understood(message: str, form: str,
-                                                           owner: str, member: str) -> None:
+@pytest.mark.parametrize(
+    ("message", "form", "owner", "member"),
+    [
+        (KIMI_ERROR, "object", KIMI, "get_embed_and_head"),
+        (
+            "AttributeError: type object 'Qwen3ForCausalLM' has no attribute 'set_embed'",
+            "class",
+            "Qwen3ForCausalLM",
+            "set_embed",
+        ),
+        (
+            "AttributeError: module 'sglang.srt.models.kimi_k25' has no attribute 'EntryClass'",
+            "module",
+            "sglang.srt.models.kimi_k25",
+            "EntryClass",
+        ),
+        (
+            "AttributeError: 'LogitsProcessorOutput' object has no attribute 'mm_input_embeds'. "
+            "Did you mean: 'input_embeds'?",
+            "object",
+            "LogitsProcessorOutput",
+            "mm_input_embeds",
+        ),
+    ],
+)
+def test_each_wording_of_a_missing_attribute_is_understood(
+    message: str, form: str, owner: str, member: str
+) -> None:
     parsed = parse_error(message)
     assert (parsed.form, parsed.owner, parsed.member) == (form, owner, member)
 
@@ -41,18 +58,17 @@ def test_each_wording_of_a_missing_attribute_is_understood(message: str, form: s
 def test_in_a_traceback_the_last_attribute_error_is_the_one_read() -> None:
     traceback = (
         "Traceback (most recent call last):\n"
-        "  File \"eagle_worker.py\", line 157, in __init__\n"
+        '  File "eagle_worker.py", line 157, in __init__\n'
         "    embed, head = self.target_worker.model_runner.model.get_embed_and_head()\n"
         "AttributeError: 'Other' object has no attribute 'first'\n"
         "During handling of the above exception, another exception occurred:\n"
-        f"{KIMI_ERROR}\n")
+        f"{KIMI_ERROR}\n"
+    )
     parsed = parse_error(traceback)
-    assert (parsed.owner, parsed.member, parsed.text) == (KIMI, "get_embed_and_head",
-                                                          KIMI_ERROR)
+    assert (parsed.owner, parsed.member, parsed.text) == (KIMI, "get_embed_and_head", KIMI_ERROR)
 
 
-def test_a_message_that_is_not_an_attribute_error_exits_2_with_one_line(cli_run: Tracker
-                                                                        ) -> None:
+def test_a_message_that_is_not_an_attribute_error_exits_2_with_one_line(cli_run: Tracker) -> None:
     with pytest.raises(TrackerError):
         parse_error("RuntimeError: CUDA out of memory")
     result = cli_run("triage", "RuntimeError: CUDA out of memory", "--at", "v0.5.9")
@@ -68,8 +84,9 @@ def test_a_message_that_is_not_an_attribute_error_exits_2_with_one_line(cli_run:
 @pytest.fixture(scope="module")
 def kimi(cli_run: Tracker, real_env: Callable[[], AbstractContextManager[None]]) -> str:
     with real_env():
-        result = cli_run("triage", KIMI_ERROR, "--at", "v0.5.9", "--source", "pypi",
-                         "--until", "v0.5.10")
+        result = cli_run(
+            "triage", KIMI_ERROR, "--at", "v0.5.9", "--source", "pypi", "--until", "v0.5.10"
+        )
     assert result.exit_code == 0, result.stderr
     return result.stdout
 
@@ -79,8 +96,10 @@ def test_triage_names_the_class_and_the_algorithms_that_need_the_member(kimi: st
     lines = kimi.splitlines()
     assert lines[0] == KIMI_ERROR
     assert f"{KIMI} · target model · models/kimi_k25.py · sglang v0.5.9" in lines
-    assert (f"→ {KIMI} lacks get_embed_and_head, which EAGLE, EAGLE3, STANDALONE require "
-            "of the target model at v0.5.9") in lines
+    assert (
+        f"→ {KIMI} lacks get_embed_and_head, which EAGLE, EAGLE3, STANDALONE require "
+        "of the target model at v0.5.9"
+    ) in lines
 
 
 @pytest.mark.realdata
@@ -93,11 +112,14 @@ def test_triage_lists_the_worker_sites_that_call_the_member(kimi: str) -> None:
 
 @pytest.mark.realdata
 def test_triage_says_which_later_release_fixes_it_and_prints_the_patch(kimi: str) -> None:
-    assert ("  ✗ EAGLE3      broken · missing get_embed_and_head, "
-            "set_eagle3_layers_to_capture · since v0.5.9, where the class is new · "
-            "fixed in v0.5.10") in kimi.splitlines()
-    assert (f"fix: upgrade to v0.5.10, or add the delegating members (tracker fix {KIMI} "
-            "--at v0.5.9):") in kimi
+    assert (
+        "  ✗ EAGLE3      broken · missing get_embed_and_head, "
+        "set_eagle3_layers_to_capture · since v0.5.9, where the class is new · "
+        "fixed in v0.5.10"
+    ) in kimi.splitlines()
+    assert (
+        f"fix: upgrade to v0.5.10, or add the delegating members (tracker fix {KIMI} --at v0.5.9):"
+    ) in kimi
     patch = kimi.split("--- a/python/sglang/srt/models/kimi_k25.py\n", 1)[1]
     assert "+    def get_embed_and_head(self):\n" in patch
     assert "+        return self.language_model.set_eagle3_layers_to_capture(layer_ids)\n" in patch
@@ -105,24 +127,43 @@ def test_triage_says_which_later_release_fixes_it_and_prints_the_patch(kimi: str
 
 @pytest.mark.realdata
 def test_a_missing_forward_output_field_is_explained_as_one(tracker: Tracker) -> None:
-    result = tracker("triage", "AttributeError: 'LogitsProcessorOutput' object has no "
-                     "attribute 'mm_input_embeds'", "--at", "v0.5.9", "-a", "EAGLE3",
-                     "--source", "pypi", "--format", "json")
+    result = tracker(
+        "triage",
+        "AttributeError: 'LogitsProcessorOutput' object has no attribute 'mm_input_embeds'",
+        "--at",
+        "v0.5.9",
+        "-a",
+        "EAGLE3",
+        "--source",
+        "pypi",
+        "--format",
+        "json",
+    )
     doc = json.loads(result.stdout)
     assert doc["schema"] == "sglang-tracker/triage@2"
     assert doc["models"] == [] and doc["checks"] == [] and doc["patch"] is None
     assert [(f["owner"], f["name"], f["sites"][0]["line"]) for f in doc["fields"]] == [
-        ("logits_output", "mm_input_embeds", 302)]
+        ("logits_output", "mm_input_embeds", 302)
+    ]
     assert doc["verdict"].startswith("mm_input_embeds is read from logits_output by EAGLE3")
 
 
 @pytest.mark.realdata
-def test_a_traceback_can_come_from_stdin_and_a_fine_class_is_not_blamed(tracker: Tracker
-                                                                        ) -> None:
-    result = tracker("triage", "-", "--at", "v0.5.9", "-a", "EAGLE3", "--source", "pypi",
-                     "--format", "json",
-                     input="Traceback...\nAttributeError: 'DeepseekV3ForCausalLM' object has "
-                           "no attribute 'get_embed_and_head'\n")
+def test_a_traceback_can_come_from_stdin_and_a_fine_class_is_not_blamed(tracker: Tracker) -> None:
+    result = tracker(
+        "triage",
+        "-",
+        "--at",
+        "v0.5.9",
+        "-a",
+        "EAGLE3",
+        "--source",
+        "pypi",
+        "--format",
+        "json",
+        input="Traceback...\nAttributeError: 'DeepseekV3ForCausalLM' object has "
+        "no attribute 'get_embed_and_head'\n",
+    )
     doc = json.loads(result.stdout)
     assert [c["status"] for c in doc["checks"]] == ["ok"]
     assert doc["fix_command"] == ""
@@ -131,11 +172,20 @@ def test_a_traceback_can_come_from_stdin_and_a_fine_class_is_not_blamed(tracker:
 
 @pytest.mark.realdata
 def test_an_unknown_class_gets_suggestions(tracker: Tracker) -> None:
-    result = tracker("triage", "AttributeError: 'KimiK25ForConditionalGen' object has no "
-                     "attribute 'get_embed_and_head'", "--at", "v0.5.9", "--source", "pypi",
-                     "-a", "EAGLE3")
-    assert (f"KimiK25ForConditionalGen is not an entry class registered at sglang v0.5.9; "
-            f"did you mean {KIMI}") in result.stdout
+    result = tracker(
+        "triage",
+        "AttributeError: 'KimiK25ForConditionalGen' object has no attribute 'get_embed_and_head'",
+        "--at",
+        "v0.5.9",
+        "--source",
+        "pypi",
+        "-a",
+        "EAGLE3",
+    )
+    assert (
+        f"KimiK25ForConditionalGen is not an entry class registered at sglang v0.5.9; "
+        f"did you mean {KIMI}"
+    ) in result.stdout
 
 
 # ------------------------------------------------------- a file, the version, since when
@@ -164,14 +214,17 @@ def releases(make_git_repo: Callable[..., Path]) -> Path:
         "    def get_embed_and_head(self):\n"
         "        return self.language_model.get_embed_and_head()\n\n"
         "    def set_eagle3_layers_to_capture(self, layer_ids=None):\n"
-        "        return self.language_model.set_eagle3_layers_to_capture(layer_ids)\n")
+        "        return self.language_model.set_eagle3_layers_to_capture(layer_ids)\n",
+    )
     new_vl = BASE["models/wrapper.py"].replace(WRAPPER, "NewVLForConditionalGeneration")
-    return make_git_repo({
-        "v1.0.0": tree({"models/wrapper.py": fixed}),
-        "v1.1.0": tree({"models/new_vl.py": new_vl}),
-        "v1.2.0": tree({"models/new_vl.py": new_vl}),
-        "v1.3.0": tree({"models/wrapper.py": fixed, "models/new_vl.py": new_vl}),
-    })
+    return make_git_repo(
+        {
+            "v1.0.0": tree({"models/wrapper.py": fixed}),
+            "v1.1.0": tree({"models/new_vl.py": new_vl}),
+            "v1.2.0": tree({"models/new_vl.py": new_vl}),
+            "v1.3.0": tree({"models/wrapper.py": fixed, "models/new_vl.py": new_vl}),
+        }
+    )
 
 
 def test_a_traceback_file_is_read_and_its_paths_give_the_version(
@@ -181,37 +234,58 @@ def test_a_traceback_file_is_read_and_its_paths_give_the_version(
     crash.write_text(_traceback(WRAPPER, "/opt/sglang-1.2.0/python"))
     result = cli_run("triage", str(crash), "--repo", str(releases), "-a", "EAGLE3")
     assert result.exit_code == 0, result.stderr
-    assert ("tracker: note: reading sglang v1.2.0 (from the traceback's file paths); "
-            "--at VERSION picks another") in result.stderr.splitlines()
+    assert (
+        "tracker: note: reading sglang v1.2.0 (from the traceback's file paths); "
+        "--at VERSION picks another"
+    ) in result.stderr.splitlines()
     assert f"{WRAPPER} · target model · models/wrapper.py · sglang v1.2.0" in result.stdout
 
 
 def test_triage_says_since_when_a_class_that_worked_is_broken(
     releases: Path, cli_run: Tracker
 ) -> None:
-    result = cli_run("triage", _traceback(WRAPPER), "--at", "v1.2.0", "--repo",
-                     str(releases), "-a", "EAGLE3")
+    result = cli_run(
+        "triage", _traceback(WRAPPER), "--at", "v1.2.0", "--repo", str(releases), "-a", "EAGLE3"
+    )
     assert result.exit_code == 0, result.stderr
-    assert ("  ✗ EAGLE3      broken · missing get_embed_and_head, set_eagle3_layers_to_capture"
-            " · since v1.1.0, where it broke · fixed in v1.3.0") in result.stdout.splitlines()
+    assert (
+        "  ✗ EAGLE3      broken · missing get_embed_and_head, set_eagle3_layers_to_capture"
+        " · since v1.1.0, where it broke · fixed in v1.3.0"
+    ) in result.stdout.splitlines()
 
 
 def test_triage_says_since_when_a_new_class_is_broken(releases: Path, cli_run: Tracker) -> None:
-    result = cli_run("triage", "-", "--at", "v1.2.0", "--repo", str(releases), "-a",
-                     "EAGLE3", "--format", "json",
-                     input=_traceback("NewVLForConditionalGeneration"))
+    result = cli_run(
+        "triage",
+        "-",
+        "--at",
+        "v1.2.0",
+        "--repo",
+        str(releases),
+        "-a",
+        "EAGLE3",
+        "--format",
+        "json",
+        input=_traceback("NewVLForConditionalGeneration"),
+    )
     assert result.exit_code == 0, result.stderr
     (check,) = json.loads(result.stdout)["checks"]
     assert (check["broken_since"], check["broken_since_how"], check["fixed_in"]) == (
-        "v1.1.0", "added", "")
+        "v1.1.0",
+        "added",
+        "",
+    )
 
 
 def test_without_at_or_a_version_in_the_paths_the_latest_release_is_read_and_named(
     releases: Path, cli_run: Tracker
 ) -> None:
-    result = cli_run("triage", "-", "--repo", str(releases), "-a", "EAGLE3",
-                     input=_traceback(WRAPPER))
+    result = cli_run(
+        "triage", "-", "--repo", str(releases), "-a", "EAGLE3", input=_traceback(WRAPPER)
+    )
     assert result.exit_code == 0, result.stderr
-    assert ("tracker: note: reading sglang v1.3.0 (the latest release: the traceback names "
-            "none); --at VERSION picks another") in result.stderr.splitlines()
+    assert (
+        "tracker: note: reading sglang v1.3.0 (the latest release: the traceback names "
+        "none); --at VERSION picks another"
+    ) in result.stderr.splitlines()
     assert f"→ {WRAPPER} provides get_embed_and_head at v1.3.0" in result.stdout

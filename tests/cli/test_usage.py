@@ -201,8 +201,11 @@ def test_check_lines_up_how_each_member_is_provided(tmp_path: Path) -> None:
     result = tracker("check", f"dir:{root}", "-a", "EAGLE3", "--all", "-q")
     rows = [line for line in result.stdout.splitlines() if line.startswith("    ")]
     # Detail lines under a row are not columns: the delegation and the contract notes.
-    rows = [row for row in rows
-            if not row.lstrip().startswith(("delegation:", "contract not followed:"))]
+    rows = [
+        row
+        for row in rows
+        if not row.lstrip().startswith(("delegation:", "contract not followed:"))
+    ]
     assert {"defined", "inherited", "missing"} <= {row.split()[0] for row in rows}
     assert len(column_starts(rows, 1)) == 1, rows  # the member
     assert len(column_starts(rows, 2)) == 1, rows  # where, or "needed at"

@@ -22,10 +22,12 @@ NEW_HOOK = (
 @pytest.fixture
 def repo(make_git_repo: Callable[..., Path]) -> Path:
     worker = tree()["python/sglang/srt/speculative/eagle_worker.py"].replace(*NEW_HOOK)
-    return make_git_repo({
-        "v1.0.0": tree(),
-        "v1.1.0": {**tree(), "python/sglang/srt/speculative/eagle_worker.py": worker},
-    })
+    return make_git_repo(
+        {
+            "v1.0.0": tree(),
+            "v1.1.0": {**tree(), "python/sglang/srt/speculative/eagle_worker.py": worker},
+        }
+    )
 
 
 @pytest.mark.parametrize("command", ["diff", "issues", "changelog"])
@@ -42,11 +44,8 @@ def test_old_newer_than_new_is_refused_with_one_line(
 
 
 @pytest.mark.parametrize("command", ["diff", "issues", "changelog"])
-def test_reverse_compares_backwards_on_purpose(
-    command: str, repo: Path, cli_run: Tracker
-) -> None:
-    result = cli_run(command, "v1.1.0", "v1.0.0", "--repo", str(repo), "--reverse",
-                     "-a", "EAGLE3")
+def test_reverse_compares_backwards_on_purpose(command: str, repo: Path, cli_run: Tracker) -> None:
+    result = cli_run(command, "v1.1.0", "v1.0.0", "--repo", str(repo), "--reverse", "-a", "EAGLE3")
     assert result.exit_code == 0, result.stderr
     assert "new_hook" in result.stdout
 
@@ -57,12 +56,20 @@ def test_the_diff_of_the_right_order_needs_no_flag(repo: Path, cli_run: Tracker)
     assert "the target model must now provide new_hook" in result.stdout
 
 
-def test_watch_refuses_since_newer_than_until(
-    repo: Path, cli_run: Tracker, tmp_path: Path
-) -> None:
-    result = cli_run("watch", "--repo", str(repo), "--out", str(tmp_path / "issues"),
-                     "--state", str(tmp_path / "state.json"),
-                     "--since", "v1.1.0", "--until", "v1.0.0")
+def test_watch_refuses_since_newer_than_until(repo: Path, cli_run: Tracker, tmp_path: Path) -> None:
+    result = cli_run(
+        "watch",
+        "--repo",
+        str(repo),
+        "--out",
+        str(tmp_path / "issues"),
+        "--state",
+        str(tmp_path / "state.json"),
+        "--since",
+        "v1.1.0",
+        "--until",
+        "v1.0.0",
+    )
     assert result.exit_code == 2
     assert result.stderr.splitlines()[-1] == (
         "tracker: error: --since v1.1.0 is newer than --until v1.0.0: nothing to watch "

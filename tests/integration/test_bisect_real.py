@@ -33,8 +33,20 @@ def history(replayed_history: Replayer, use_real_cache: Path) -> ReplayHistory:
 
 def _bisect(history: ReplayHistory, *args: str, code: int = 0) -> Any:
     result = CliRunner().invoke(
-        cli, ["bisect", *args, f"{OLD}..{NEW}", "-a", "EAGLE3", "--repo", str(history.repo),
-              "--no-shipped", "--format", "json"])
+        cli,
+        [
+            "bisect",
+            *args,
+            f"{OLD}..{NEW}",
+            "-a",
+            "EAGLE3",
+            "--repo",
+            str(history.repo),
+            "--no-shipped",
+            "--format",
+            "json",
+        ],
+    )
     assert result.exit_code == code, result.output
     return json.loads(result.stdout), result.stderr
 
@@ -48,8 +60,11 @@ def test_bisect_finds_the_commit_adding_kimi_k25_and_says_it_appears_broken(
     assert doc["parent"]["id"] == history.parent(kimi.commit)
     assert doc["commit"]["subject"] == kimi.subject
     assert doc["commit"]["author"] == kimi.author.split(" <")[0]
-    assert (doc["transition"], doc["before"], doc["after"]) == ("appears broken", "absent",
-                                                                "broken")
+    assert (doc["transition"], doc["before"], doc["after"]) == (
+        "appears broken",
+        "absent",
+        "broken",
+    )
     assert doc["members"] == ["get_embed_and_head", "set_eagle3_layers_to_capture"]
     assert [c["text"] for c in doc["causes"]] == [
         "new class without `get_embed_and_head`, `set_eagle3_layers_to_capture`"
@@ -64,16 +79,24 @@ def test_bisect_finds_the_commit_adding_kimi_k25_and_says_it_appears_broken(
 def test_bisect_prints_the_commit_its_author_date_members_and_cause_as_text(
     history: ReplayHistory,
 ) -> None:
-    args = ["bisect", KIMI, f"{OLD}..{NEW}", "-a", "EAGLE3", "--repo", str(history.repo),
-            "--no-shipped", "-q"]
+    args = [
+        "bisect",
+        KIMI,
+        f"{OLD}..{NEW}",
+        "-a",
+        "EAGLE3",
+        "--repo",
+        str(history.repo),
+        "--no-shipped",
+        "-q",
+    ]
     result = CliRunner().invoke(cli, args)
     assert result.exit_code == 0, result.output
     kimi = history.changing(KIMI_MODULE)
     assert f"appears broken in {kimi.commit}" in result.stdout
     assert f"subject  {kimi.subject}" in result.stdout
     assert "members  get_embed_and_head, set_eagle3_layers_to_capture" in result.stdout
-    assert "new class without `get_embed_and_head`, `set_eagle3_layers_to_capture`" \
-        in result.stdout
+    assert "new class without `get_embed_and_head`, `set_eagle3_layers_to_capture`" in result.stdout
     assert result.stderr == ""
 
 
@@ -86,8 +109,9 @@ def test_bisect_member_finds_the_commit_where_eagle_worker_reads_mm_input_embeds
     [cause] = doc["causes"]
     assert cause["kind"] == "field_added"
     assert cause["path"] == EAGLE_WORKER
-    assert cause["text"].startswith("adds a read of `logits_output.mm_input_embeds` at "
-                                    "eagle_worker.py:")
+    assert cause["text"].startswith(
+        "adds a read of `logits_output.mm_input_embeds` at eagle_worker.py:"
+    )
     assert errors(doc) == []
 
 
@@ -102,8 +126,18 @@ def test_bisect_of_a_member_unchanged_between_the_ends_has_nothing_to_bisect(
 
 def test_bisect_of_a_class_neither_end_registers_is_an_error(history: ReplayHistory) -> None:
     result = CliRunner().invoke(
-        cli, ["bisect", "KimiK25ForConditionalGen", f"{OLD}..{NEW}", "-a", "EAGLE3",
-              "--repo", str(history.repo), "-q"])
+        cli,
+        [
+            "bisect",
+            "KimiK25ForConditionalGen",
+            f"{OLD}..{NEW}",
+            "-a",
+            "EAGLE3",
+            "--repo",
+            str(history.repo),
+            "-q",
+        ],
+    )
     assert result.exit_code == 2
     assert result.stderr.startswith("tracker: error: neither ")
     assert f"did you mean {KIMI}" in result.stderr
@@ -114,25 +148,40 @@ def test_bisect_refuses_a_range_that_is_not_one_line_of_history(
     history: ReplayHistory,
 ) -> None:
     result = CliRunner().invoke(
-        cli, ["bisect", KIMI, f"{NEW}..{OLD}", "-a", "EAGLE3", "--repo", str(history.repo)])
+        cli, ["bisect", KIMI, f"{NEW}..{OLD}", "-a", "EAGLE3", "--repo", str(history.repo)]
+    )
     assert result.exit_code == 2
     assert "is not an ancestor of" in result.stderr
     assert result.stderr.count("\n") == 1
 
 
 def test_bisect_on_the_package_index_is_refused_in_one_line(use_real_cache: Path) -> None:
-    result = CliRunner().invoke(cli, ["bisect", KIMI, f"{OLD}..{NEW}", "-a", "EAGLE3",
-                                      "--source", "pypi"])
+    result = CliRunner().invoke(
+        cli, ["bisect", KIMI, f"{OLD}..{NEW}", "-a", "EAGLE3", "--source", "pypi"]
+    )
     assert result.exit_code == 2
-    assert result.stderr == ("tracker: error: bisect needs a git repository (--repo PATH); "
-                             "the pypi source has releases, not commits\n")
+    assert result.stderr == (
+        "tracker: error: bisect needs a git repository (--repo PATH); "
+        "the pypi source has releases, not commits\n"
+    )
 
 
 def test_issues_in_git_mode_name_the_commit_that_broke_kimi_k25(
     history: ReplayHistory,
 ) -> None:
-    args = ["issues", OLD, NEW, "-a", "EAGLE3", "--repo", str(history.repo), "--no-shipped",
-            "-q", "--format", "json"]
+    args = [
+        "issues",
+        OLD,
+        NEW,
+        "-a",
+        "EAGLE3",
+        "--repo",
+        str(history.repo),
+        "--no-shipped",
+        "-q",
+        "--format",
+        "json",
+    ]
     result = CliRunner().invoke(cli, args)
     assert result.exit_code == 0, result.output
     issues = json.loads(result.stdout)["issues"]
@@ -149,8 +198,17 @@ def test_issues_in_git_mode_name_the_commit_that_broke_kimi_k25(
 def test_the_changelog_in_git_mode_names_the_commit_that_broke_kimi_k25(
     history: ReplayHistory,
 ) -> None:
-    args = ["changelog", OLD, NEW, "-a", "EAGLE3", "--repo", str(history.repo),
-            "--no-shipped", "-q"]
+    args = [
+        "changelog",
+        OLD,
+        NEW,
+        "-a",
+        "EAGLE3",
+        "--repo",
+        str(history.repo),
+        "--no-shipped",
+        "-q",
+    ]
     result = CliRunner().invoke(cli, [*args, "--format", "json"])
     assert result.exit_code == 0, result.output
     doc = json.loads(result.stdout)

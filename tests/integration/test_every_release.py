@@ -27,8 +27,15 @@ FIRST_EAGLE3 = parse_version("v0.4.4.post2")
 
 def test_snapshots_ship_for_every_release_from_v0_4_1_post4_to_v0_5_23() -> None:
     assert SHIPPED[0] == "v0.4.1.post4" and SHIPPED[-1] == "v0.5.23"
-    assert {"v0.4.5", "v0.4.9.post6", "v0.4.10", "v0.5.8", "v0.5.8.post1", "v0.5.9",
-            "v0.5.10"} <= set(SHIPPED)
+    assert {
+        "v0.4.5",
+        "v0.4.9.post6",
+        "v0.4.10",
+        "v0.5.8",
+        "v0.5.8.post1",
+        "v0.5.9",
+        "v0.5.10",
+    } <= set(SHIPPED)
 
 
 @pytest.mark.parametrize("version", SHIPPED)
@@ -52,8 +59,9 @@ def test_every_release_analyses_and_finds_the_eagle_worker(
     assert ("EAGLE3" in itf.algorithms) == ("EAGLE3" in algorithms)
     for algorithm in algorithms:
         assert any("Eagle" in w or "EAGLE" in w for w in itf.workers[algorithm])
-        target = {r.member for r in itf.for_algorithm(algorithm, "target")
-                  if r.status == "required"}
+        target = {
+            r.member for r in itf.for_algorithm(algorithm, "target") if r.status == "required"
+        }
         assert "get_embed_and_head" in target
         assert ("set_eagle3_layers_to_capture" in target) == (algorithm == "EAGLE3")
     # The hidden states reach the drafter through the forward output, never this method.
@@ -73,8 +81,9 @@ def test_a_regenerated_snapshot_equals_the_shipped_one(
     assert to_json(rebuilt) == shipped  # byte-identical: ordering is fixed
 
 
-def test_a_snapshot_does_not_depend_on_the_process_hash_seed(use_real_cache: Path,
-                                                             tmp_path: Path) -> None:
+def test_a_snapshot_does_not_depend_on_the_process_hash_seed(
+    use_real_cache: Path, tmp_path: Path
+) -> None:
     # v0.5.22 has calls with several equally short paths: the one recorded must not
     # depend on set iteration order, which changes with PYTHONHASHSEED.
     import os
@@ -86,14 +95,29 @@ def test_a_snapshot_does_not_depend_on_the_process_hash_seed(use_real_cache: Pat
         target = tmp_path / f"snap{seed}.json"
         env = {**os.environ, "PYTHONHASHSEED": seed, "TRACKER_CACHE_DIR": str(use_real_cache)}
         result = subprocess.run(
-            [sys.executable, "-m", "tracker", "snapshot", "v0.5.22", "--no-shipped", "-q",
-             "-o", str(target)], env=env, capture_output=True, text=True, check=False)
+            [
+                sys.executable,
+                "-m",
+                "tracker",
+                "snapshot",
+                "v0.5.22",
+                "--no-shipped",
+                "-q",
+                "-o",
+                str(target),
+            ],
+            env=env,
+            capture_output=True,
+            text=True,
+            check=False,
+        )
         assert result.returncode == 0, result.stderr
         outputs.append(target.read_bytes())
     assert outputs[0] == outputs[1]
 
 
 # ------------------------------------------- EAGLE3 target rows: verdicts, not "unknown"
+
 
 # Releases whose EAGLE3 target rows this change is about.
 def release(tag: str) -> Version:
@@ -112,13 +136,17 @@ UNKNOWN_BEFORE: dict[str, tuple[list[tuple[str, str]], str]] = {
     "DiffusionGemmaForBlockDiffusion": ([("v0.5.21", "v0.5.23")], "transformers"),
     "Gemma3ForCausalLM": ([("v0.4.10", "v0.5.11"), ("v0.5.21", "v0.5.23")], "transformers"),
     "Gemma3ForConditionalGeneration": (
-        [("v0.4.10", "v0.5.11"), ("v0.5.21", "v0.5.23")], "transformers"),
+        [("v0.4.10", "v0.5.11"), ("v0.5.21", "v0.5.23")],
+        "transformers",
+    ),
     "Gemma3nForCausalLM": ([("v0.4.10", "v0.5.23")], "transformers"),
     "Gemma3nForConditionalGeneration": ([("v0.4.10", "v0.5.23")], "transformers"),
     "Gemma4AssistantForCausalLM": ([("v0.5.21", "v0.5.23")], "transformers"),
     "Gemma4ForCausalLM": ([("v0.5.11", "v0.5.11"), ("v0.5.21", "v0.5.23")], "transformers"),
     "Gemma4ForConditionalGeneration": (
-        [("v0.5.11", "v0.5.11"), ("v0.5.21", "v0.5.23")], "transformers"),
+        [("v0.5.11", "v0.5.11"), ("v0.5.21", "v0.5.23")],
+        "transformers",
+    ),
     "Gemma4UnifiedAssistantForCausalLM": ([("v0.5.21", "v0.5.23")], "transformers"),
     "Gemma4UnifiedForConditionalGeneration": ([("v0.5.21", "v0.5.23")], "transformers"),
     "MiniCPMV": ([("v0.4.10", "v0.5.23")], "__getattr__"),

@@ -71,8 +71,11 @@ def tracker_commands(s: Mapping[str, Any]) -> list[str]:
     if uses_our_action(s):
         return ["tracker " + " ".join(str(s["with"]["args"]).split())]
     script = str(s.get("run", "")).replace("\\\n", " ")
-    return [" ".join(line.split()) for line in script.splitlines()
-            if line.strip().startswith("tracker ")]
+    return [
+        " ".join(line.split())
+        for line in script.splitlines()
+        if line.strip().startswith("tracker ")
+    ]
 
 
 def substitute(text: str, context: Mapping[str, str]) -> str:
@@ -107,8 +110,11 @@ class Runner:
     _scripts: int = 0
 
     def expressions(self) -> dict[str, str]:
-        found = {f"steps.{sid}.outputs.{k}": v for sid, out in self.outputs.items()
-                 for k, v in out.items()}
+        found = {
+            f"steps.{sid}.outputs.{k}": v
+            for sid, out in self.outputs.items()
+            for k, v in out.items()
+        }
         return {**self.context, **found, "runner.temp": str(self.temp)}
 
     def run(self, workflow: Mapping[str, Any], step_id: str) -> Ran:
@@ -130,13 +136,18 @@ class Runner:
         action = load(ACTION)
         unknown = set(given) - set(action["inputs"])
         assert not unknown, f"the action has no input {unknown}"
-        values = {name: given.get(name, spec.get("default", ""))
-                  for name, spec in action["inputs"].items()}
+        values = {
+            name: given.get(name, spec.get("default", ""))
+            for name, spec in action["inputs"].items()
+        }
         for name, spec in action["inputs"].items():
             assert values[name] or not spec.get("required"), f"input {name} is required"
         ctx = {f"inputs.{k}": v for k, v in values.items()}
-        run_step, fail_step = (s for s in action["runs"]["steps"]
-                               if s.get("name") in ("Run tracker", "Fail with tracker's exit code"))
+        run_step, fail_step = (
+            s
+            for s in action["runs"]["steps"]
+            if s.get("name") in ("Run tracker", "Fail with tracker's exit code")
+        )
         cwd = self.workspace / substitute(run_step["working-directory"], ctx)
         step_env = {k: substitute(str(v), ctx) for k, v in run_step["env"].items()}
         ran = self.bash(run_step["run"], {**env, **step_env}, cwd)
@@ -152,14 +163,25 @@ class Runner:
         self._scripts += 1
         output_file = self.temp / f"github-output-{self._scripts}"
         output_file.touch()
-        full = {**env, "GITHUB_OUTPUT": str(output_file), "RUNNER_TEMP": str(self.temp),
-                "GITHUB_WORKSPACE": str(self.workspace)}
+        full = {
+            **env,
+            "GITHUB_OUTPUT": str(output_file),
+            "RUNNER_TEMP": str(self.temp),
+            "GITHUB_WORKSPACE": str(self.workspace),
+        }
         # GitHub's own command line for `shell: bash`.
-        done = subprocess.run(["bash", "--noprofile", "--norc", "-eo", "pipefail", "-c", script],
-                              cwd=cwd, env=full, capture_output=True, text=True, timeout=600,
-                              check=False)
-        outputs = dict(line.split("=", 1) for line in output_file.read_text().splitlines()
-                       if "=" in line)
+        done = subprocess.run(
+            ["bash", "--noprofile", "--norc", "-eo", "pipefail", "-c", script],
+            cwd=cwd,
+            env=full,
+            capture_output=True,
+            text=True,
+            timeout=600,
+            check=False,
+        )
+        outputs = dict(
+            line.split("=", 1) for line in output_file.read_text().splitlines() if "=" in line
+        )
         return Ran(done.returncode, outputs, done.stdout, done.stderr)
 
 
@@ -197,8 +219,13 @@ def test_the_action_is_composite_installs_itself_and_maps_its_outputs() -> None:
     action = load(ACTION)
     assert action["runs"]["using"] == "composite"
     assert action["inputs"]["args"]["required"] is True
-    assert set(action["inputs"]) == {"args", "python-version", "output", "working-directory",
-                                     "fail"}
+    assert set(action["inputs"]) == {
+        "args",
+        "python-version",
+        "output",
+        "working-directory",
+        "fail",
+    }
     assert {k: v["value"] for k, v in action["outputs"].items()} == {
         "exit-code": "${{ steps.run.outputs.exit-code }}",
         "output-file": "${{ steps.run.outputs.output-file }}",
@@ -207,7 +234,7 @@ def test_the_action_is_composite_installs_itself_and_maps_its_outputs() -> None:
     assert setup["uses"].startswith("actions/setup-python@")
     assert setup["with"]["python-version"] == "${{ inputs.python-version }}"
     assert install["env"]["ACTION_PATH"] == "${{ github.action_path }}"
-    assert 'pip install' in install["run"] and '"$ACTION_PATH"' in install["run"]
+    assert "pip install" in install["run"] and '"$ACTION_PATH"' in install["run"]
     assert all(s.get("shell") == "bash" for s in action["runs"]["steps"][1:])
 
 
@@ -217,8 +244,9 @@ def test_the_watch_workflow_is_scheduled_and_runs_watch_through_the_action() -> 
     assert workflow["permissions"] == {"contents": "write", "issues": "write"}
     watch = step(workflow, "watch")
     assert uses_our_action(watch)
-    assert tracker_commands(watch)[0].startswith("tracker watch --post ${{ github.repository }} "
-                                                 "--state ")
+    assert tracker_commands(watch)[0].startswith(
+        "tracker watch --post ${{ github.repository }} --state "
+    )
 
 
 def test_the_pr_workflow_checks_the_head_uploads_sarif_and_comments_the_diff() -> None:
@@ -232,7 +260,8 @@ def test_the_pr_workflow_checks_the_head_uploads_sarif_and_comments_the_diff() -
     assert "--fail-on broken --format sarif" in tracker_commands(check)[0]
     assert tracker_commands(diff)[0].startswith(
         "tracker diff ${{ github.event.pull_request.base.sha }} "
-        "${{ github.event.pull_request.head.sha }} ")
+        "${{ github.event.pull_request.head.sha }} "
+    )
     upload = next(s for s in steps(workflow) if "upload-sarif" in s.get("uses", ""))
     assert upload["uses"].startswith("github/codeql-action/upload-sarif@")
     assert upload["with"]["sarif_file"] == "${{ steps.check.outputs.output-file }}"
@@ -261,8 +290,7 @@ def test_the_action_splits_its_args_like_a_shell_but_never_evaluates_them(
     assert failing.code == 2  # fail defaults to true: the step fails with tracker's code
     unbalanced = runner.action({"args": "versions 'dir:x", "fail": "false"}, runner.env)
     assert unbalanced.outputs["exit-code"] == "2"
-    assert unbalanced.stderr == ("tracker action: error: cannot split args: "
-                                 "No closing quotation\n")
+    assert unbalanced.stderr == ("tracker action: error: cannot split args: No closing quotation\n")
 
 
 # ------------------------------------------------------------------- scheduled watch
@@ -287,8 +315,11 @@ def scheduled_run(origin: Path, tmp: Path, real_cache: Path, api_url: str) -> di
     tmp.mkdir()
     env = {**base_env(real_cache, tmp), "GITHUB_API_URL": api_url}
     subprocess.run(["git", "clone", "-q", str(origin), str(tmp / "work")], env=env, check=True)
-    context = {"github.repository": REPO, "github.token": TOKEN,
-               "inputs.dry-run && '--dry-run' || ''": ""}
+    context = {
+        "github.repository": REPO,
+        "github.token": TOKEN,
+        "inputs.dry-run && '--dry-run' || ''": "",
+    }
     temp = tmp / "runner-temp"
     temp.mkdir()
     runner = Runner(tmp / "work", temp, context, env)
@@ -307,7 +338,7 @@ def test_the_scheduled_watch_starts_from_first_since_then_from_its_state_on_the_
     workflow = load(WATCH)
     first_since = workflow["env"]["FIRST_SINCE"]
     # In the test cache before tracker runs with the package index turned off.
-    for tag in real_pypi.versions()[real_pypi.versions().index(first_since):]:
+    for tag in real_pypi.versions()[real_pypi.versions().index(first_since) :]:
         real_pypi.tree(tag)
     branch = workflow["env"]["STATE_BRANCH"]
     with fake_github() as (url, server):
@@ -326,8 +357,12 @@ def test_the_scheduled_watch_starts_from_first_since_then_from_its_state_on_the_
     for entry in state["history"]:
         listed = subprocess.run(
             ["tracker", "issues", entry["previous"], entry["version"], "--format", "json"],
-            env=base_env(real_cache, tmp_path), cwd=tmp_path, capture_output=True, text=True,
-            check=True)
+            env=base_env(real_cache, tmp_path),
+            cwd=tmp_path,
+            capture_output=True,
+            text=True,
+            check=True,
+        )
         expected += [i["title"] for i in json.loads(listed.stdout)["issues"]]
     assert sorted(filed) == sorted(expected)
 
@@ -351,8 +386,9 @@ class PullRequest:
     sarif: dict[str, Any]
 
 
-def run_pull_request(checkout: Path, tmp: Path, real_cache: Path, ids: tuple[str, ...]
-                     ) -> tuple[dict[str, Ran], list[list[str]]]:
+def run_pull_request(
+    checkout: Path, tmp: Path, real_cache: Path, ids: tuple[str, ...]
+) -> tuple[dict[str, Ran], list[list[str]]]:
     """Runs the PR workflow's steps `ids` on `checkout` (HEAD is the PR head); `gh` is a
     stand-in that records its arguments."""
     tmp.mkdir()
@@ -375,22 +411,33 @@ def run_pull_request(checkout: Path, tmp: Path, real_cache: Path, ids: tuple[str
     runner = Runner(checkout, temp, context, env)
     workflow = load(PR)
     ran = {sid: runner.run(workflow, sid) for sid in ids}
-    calls = [line.strip("\0").split("\0") for line in log.read_text().splitlines()
-             if line.strip("\0")] if log.exists() else []
+    calls = (
+        [line.strip("\0").split("\0") for line in log.read_text().splitlines() if line.strip("\0")]
+        if log.exists()
+        else []
+    )
     return ran, calls
 
 
 @pytest.fixture(scope="module")
-def pull_request(tmp_path_factory: pytest.TempPathFactory, real_cache: Path
-                 ) -> Iterator[PullRequest]:
+def pull_request(
+    tmp_path_factory: pytest.TempPathFactory, real_cache: Path
+) -> Iterator[PullRequest]:
     """The whole PR workflow on a checkout of v0.5.9 whose base is v0.5.8."""
     tmp = tmp_path_factory.mktemp("pr")
     checkout = build_release_repo(tmp / "sglang", ["v0.5.8", "v0.5.9"], real_cache / "pypi")
-    ran, calls = run_pull_request(checkout, tmp / "run", real_cache,
-                                  ("check", "diff", "comment", "verdict"))
+    ran, calls = run_pull_request(
+        checkout, tmp / "run", real_cache, ("check", "diff", "comment", "verdict")
+    )
     sarif = json.loads((checkout / "sglang-tracker.sarif").read_text())
-    yield PullRequest(checkout, git(checkout, "rev-parse", "v0.5.8^{commit}"),
-                      git(checkout, "rev-parse", "HEAD"), ran, calls, sarif)
+    yield PullRequest(
+        checkout,
+        git(checkout, "rev-parse", "v0.5.8^{commit}"),
+        git(checkout, "rev-parse", "HEAD"),
+        ran,
+        calls,
+        sarif,
+    )
 
 
 @pytest.mark.realdata
@@ -420,12 +467,14 @@ def test_the_pr_diff_compares_the_base_and_head_commits_and_is_posted_as_a_comme
     diff = pull_request.ran["diff"]
     assert diff.code == 0, diff.stderr
     body = (pull_request.checkout / diff.outputs["output-file"]).read_text()
-    assert body.startswith(f"## Speculative decoding interface: sglang {pull_request.base} → "
-                           f"{pull_request.head}\n")
+    assert body.startswith(
+        f"## Speculative decoding interface: sglang {pull_request.base} → {pull_request.head}\n"
+    )
     assert f"new class {KIMI} lacks what EAGLE3 requires" in body
     assert pull_request.ran["comment"].code == 0
-    assert pull_request.gh_calls == [["pr", "comment", "7", "--edit-last", "--body-file",
-                                      diff.outputs["output-file"]]]
+    assert pull_request.gh_calls == [
+        ["pr", "comment", "7", "--edit-last", "--body-file", diff.outputs["output-file"]]
+    ]
 
 
 @pytest.mark.realdata
@@ -433,19 +482,22 @@ def test_a_break_accepted_in_the_checkouts_tracker_toml_passes_the_pr_check(
     pull_request: PullRequest, tmp_path: Path, real_cache: Path
 ) -> None:
     config = pull_request.checkout / "tracker.toml"
-    config.write_text(f'[[accepted]]\nmodel = "{KIMI}"\nalgorithm = "EAGLE3"\n'
-                      'reason = "patched in our fork"\n')
+    config.write_text(
+        f'[[accepted]]\nmodel = "{KIMI}"\nalgorithm = "EAGLE3"\nreason = "patched in our fork"\n'
+    )
     try:
-        ran, _ = run_pull_request(pull_request.checkout, tmp_path / "run", real_cache,
-                                  ("check", "verdict"))
+        ran, _ = run_pull_request(
+            pull_request.checkout, tmp_path / "run", real_cache, ("check", "verdict")
+        )
     finally:
         config.unlink()
     assert ran["check"].outputs["exit-code"] == "0", ran["check"].stderr
     assert ran["verdict"].code == 0
     sarif = json.loads((pull_request.checkout / "sglang-tracker.sarif").read_text())
     results = sarif["runs"][0]["results"]
-    assert results and all(r["suppressions"][0]["justification"] == "patched in our fork"
-                           for r in results)
+    assert results and all(
+        r["suppressions"][0]["justification"] == "patched in our fork" for r in results
+    )
 
 
 def test_an_unreachable_origin_stops_the_watch_instead_of_starting_over(

@@ -16,8 +16,18 @@ pytestmark = pytest.mark.realdata
 def test_text_models_named_like_embedding_models_are_checked_as_targets_at_v0_5_9(
     run: Run,
 ) -> None:
-    doc = run("check", "v0.5.9", "-a", "EAGLE3", "--all", "--no-shipped", "-q",
-              "--format", "json", json_output=True)
+    doc = run(
+        "check",
+        "v0.5.9",
+        "-a",
+        "EAGLE3",
+        "--all",
+        "--no-shipped",
+        "-q",
+        "--format",
+        "json",
+        json_output=True,
+    )
     targets = {c["model"]: c for c in doc["checks"] if c["role"] == "target"}
     for name, marker in (
         ("ChatGLMModel", "constructs LogitsProcessor in ChatGLMForCausalLM.__init__"),
@@ -36,8 +46,21 @@ def test_text_models_named_like_embedding_models_are_checked_as_targets_at_v0_5_
 def test_mistral_model_is_an_embedding_model_because_its_base_builds_only_a_pooler(
     run: Run,
 ) -> None:
-    doc = run("check", "v0.5.9", "-a", "EAGLE3", "--role", "target", "-m", "MistralModel",
-              "--no-shipped", "-q", "--format", "json", json_output=True)
+    doc = run(
+        "check",
+        "v0.5.9",
+        "-a",
+        "EAGLE3",
+        "--role",
+        "target",
+        "-m",
+        "MistralModel",
+        "--no-shipped",
+        "-q",
+        "--format",
+        "json",
+        json_output=True,
+    )
     [row] = doc["checks"]
     assert row["kind"] == "embedding"
     assert row["kind_evidence"].startswith(
@@ -47,16 +70,43 @@ def test_mistral_model_is_an_embedding_model_because_its_base_builds_only_a_pool
 
 
 def test_an_eagle3_draft_class_is_ok_in_the_draft_role_at_v0_5_18(run: Run) -> None:
-    doc = run("check", "v0.5.18", "-a", "EAGLE3", "--role", "draft",
-              "-m", "LlamaForCausalLMEagle3", "--no-shipped", "-q", "--format", "json",
-              "--fail-on", "unknown", json_output=True)
+    doc = run(
+        "check",
+        "v0.5.18",
+        "-a",
+        "EAGLE3",
+        "--role",
+        "draft",
+        "-m",
+        "LlamaForCausalLMEagle3",
+        "--no-shipped",
+        "-q",
+        "--format",
+        "json",
+        "--fail-on",
+        "unknown",
+        json_output=True,
+    )
     [row] = doc["checks"]
     assert (row["role"], row["kind"], row["status"]) == ("draft", "draft", "ok")
 
 
 def test_a_plain_model_as_the_eagle3_draft_lacks_the_draft_members_at_v0_5_18(run: Run) -> None:
-    doc = run("check", "v0.5.18", "-a", "EAGLE3", "--role", "draft", "-m", "Qwen2ForCausalLM",
-              "--no-shipped", "-q", "--format", "json", json_output=True)
+    doc = run(
+        "check",
+        "v0.5.18",
+        "-a",
+        "EAGLE3",
+        "--role",
+        "draft",
+        "-m",
+        "Qwen2ForCausalLM",
+        "--no-shipped",
+        "-q",
+        "--format",
+        "json",
+        json_output=True,
+    )
     [row] = doc["checks"]
     assert (row["role"], row["kind"], row["status"]) == ("draft", "target", "broken")
     assert row["missing"] == ["hot_token_id", "set_embed"]
@@ -67,17 +117,30 @@ def test_a_plain_model_as_the_eagle3_draft_lacks_the_draft_members_at_v0_5_18(ru
 
 
 def test_any_generative_model_is_a_standalone_draft_and_qwen2_is_ok_at_v0_5_18(run: Run) -> None:
-    doc = run("check", "v0.5.18", "-a", "STANDALONE", "--role", "draft",
-              "-m", "Qwen2ForCausalLM", "--no-shipped", "-q", "--format", "json",
-              "--fail-on", "unknown", json_output=True)
+    doc = run(
+        "check",
+        "v0.5.18",
+        "-a",
+        "STANDALONE",
+        "--role",
+        "draft",
+        "-m",
+        "Qwen2ForCausalLM",
+        "--no-shipped",
+        "-q",
+        "--format",
+        "json",
+        "--fail-on",
+        "unknown",
+        json_output=True,
+    )
     [row] = doc["checks"]
     assert (row["role"], row["status"]) == ("draft", "ok")
     assert "any generative model is a draft by design" in row["role_evidence"]
 
 
 def test_the_interface_says_which_algorithms_load_generative_classes_as_drafts(run: Run) -> None:
-    doc = run("interface", "v0.5.18", "--no-shipped", "-q", "--format", "json",
-              json_output=True)
+    doc = run("interface", "v0.5.18", "--no-shipped", "-q", "--format", "json", json_output=True)
     modes = {a: d["mode"] for a, d in doc["draft_models"].items()}
     assert modes["EAGLE3"] == "target-default"
     assert modes["STANDALONE"] == "any-generative"

@@ -236,17 +236,30 @@ def test_minicpmv_at_v0_5_9_is_broken_naming_the_classes_its_getattr_forwards_to
 ) -> None:
     out = run("check", "v0.5.9", "-a", "EAGLE3", "-m", "MiniCPMV", "--no-shipped")
     assert "✗ MiniCPMV · EAGLE3 · target model · broken" in out
-    assert ("MiniCPMV.__getattr__ forwards to self.minicpmv: MiniCPMV2_6, MiniCPMV4_0, "
-            "MiniCPMV4_5 lack it (picked from _SUPPORT_VERSION)") in out
+    assert (
+        "MiniCPMV.__getattr__ forwards to self.minicpmv: MiniCPMV2_6, MiniCPMV4_0, "
+        "MiniCPMV4_5 lack it (picked from _SUPPORT_VERSION)"
+    ) in out
 
 
 def test_models_built_on_pretrained_model_at_v0_5_9_are_judged_by_transformers_4_57_1(
     run: Run,
 ) -> None:
     for model in ("Gemma3nForCausalLM", "MultiModalityCausalLM"):
-        doc = run("check", "v0.5.9", "-a", "EAGLE3", "-m", model, "--format", "json",
-                  "--no-shipped", json_output=True)
+        doc = run(
+            "check",
+            "v0.5.9",
+            "-a",
+            "EAGLE3",
+            "-m",
+            model,
+            "--format",
+            "json",
+            "--no-shipped",
+            json_output=True,
+        )
         [row] = doc["checks"]
         assert row["status"] == "broken"
         assert {p["where"] for p in row["provisions"]} == {
-            "not in transformers.PreTrainedModel (transformers 4.57.1)"}
+            "not in transformers.PreTrainedModel (transformers 4.57.1)"
+        }

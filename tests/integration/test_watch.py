@@ -402,15 +402,19 @@ def test_a_dry_run_says_what_it_would_file_comment_and_close_and_sends_only_read
     kimi = next(i for i in server.issues if KIMI in i["title"])
     assert kimi["state"] == "open"
     lines = dry.stdout.splitlines()
-    assert lines[0] == ("v0.5.10 (vs v0.5.9) · 1 issue · 1 to file · 0 already filed · "
-                        "1 to close")
-    assert lines[1] == (f"  + would file on github:{REPO}: [EAGLE3] new SarvamMLAForCausalLM "
-                        "lacks get_embed_and_head, set_eagle3_layers_to_capture (v0.5.10)")
+    assert lines[0] == ("v0.5.10 (vs v0.5.9) · 1 issue · 1 to file · 0 already filed · 1 to close")
+    assert lines[1] == (
+        f"  + would file on github:{REPO}: [EAGLE3] new SarvamMLAForCausalLM "
+        "lacks get_embed_and_head, set_eagle3_layers_to_capture (v0.5.10)"
+    )
     assert lines[2].startswith("      labels: sglang-tracker, speculative-decoding")
-    assert lines[3].startswith(f"  ✓ would comment on and close {kimi['html_url']}: `{KIMI}` "
-                               "provides what EAGLE3 requires")
-    assert lines[-1] == f"1 release looked at (dry run), up to v0.5.10 · state {state_file} " \
-                        "left as it was"
+    assert lines[3].startswith(
+        f"  ✓ would comment on and close {kimi['html_url']}: `{KIMI}` provides what EAGLE3 requires"
+    )
+    assert (
+        lines[-1] == f"1 release looked at (dry run), up to v0.5.10 · state {state_file} "
+        "left as it was"
+    )
 
 
 @pytest.mark.realdata
@@ -419,8 +423,19 @@ def test_a_dry_run_without_state_creates_none_and_would_close_what_it_would_have
 ) -> None:
     state_file = tmp_path / "state.json"
     with fake_github() as (url, server):
-        dry = run(*watch_args(url, state_file, "--since", "v0.5.8.post1", "--until", "v0.5.10",
-                              "--dry-run", "--format", "json"))
+        dry = run(
+            *watch_args(
+                url,
+                state_file,
+                "--since",
+                "v0.5.8.post1",
+                "--until",
+                "v0.5.10",
+                "--dry-run",
+                "--format",
+                "json",
+            )
+        )
     assert dry.exit_code == 0, dry.stderr
     assert not state_file.exists()
     assert {method for method, _ in server.requests} == {"GET"}
@@ -437,8 +452,22 @@ def test_a_dry_run_without_state_creates_none_and_would_close_what_it_would_have
 @pytest.mark.realdata
 def test_a_dry_run_into_a_directory_writes_no_file(use_real_cache: Path, tmp_path: Path) -> None:
     out, state_file = tmp_path / "issues", tmp_path / "state.json"
-    result = run("watch", "--source", "pypi", "--out", str(out), "--state", str(state_file),
-                 "-a", "EAGLE3", "--since", "v0.5.8.post1", "--until", "v0.5.9", "--dry-run")
+    result = run(
+        "watch",
+        "--source",
+        "pypi",
+        "--out",
+        str(out),
+        "--state",
+        str(state_file),
+        "-a",
+        "EAGLE3",
+        "--since",
+        "v0.5.8.post1",
+        "--until",
+        "v0.5.9",
+        "--dry-run",
+    )
     assert result.exit_code == 0, result.stderr
     assert "3 issues · 3 to file" in result.stdout
     assert f"  + would file on dir:{out.resolve()}: [EAGLE3] new {KIMI} lacks" in result.stdout
@@ -450,8 +479,16 @@ def test_a_first_dry_run_without_state_or_since_would_record_the_newest_and_writ
 ) -> None:
     repo = make_git_repo({"v0.1.0": {"README": "a"}, "v0.2.0": {"README": "b"}})
     state_file = tmp_path / "state.json"
-    result = run("watch", "--source", f"git:{repo}", "--out", str(tmp_path / "out"),
-                 "--state", str(state_file), "--dry-run")
+    result = run(
+        "watch",
+        "--source",
+        f"git:{repo}",
+        "--out",
+        str(tmp_path / "out"),
+        "--state",
+        str(state_file),
+        "--dry-run",
+    )
     assert result.exit_code == 0, result.stderr
     assert "would record v0.2.0 as the starting point and filed nothing" in result.stderr
     assert not state_file.exists() and not (tmp_path / "out").exists()

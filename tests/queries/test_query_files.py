@@ -22,11 +22,29 @@ from tracker.extract.queries import (
 )
 
 # The subjects a capture may be about: the part of its name before the first dot.
-VOCABULARY = frozenset({
-    "class", "function", "definition", "call", "read", "assign", "import", "return",
-    "if", "boolean", "ternary", "try", "assert", "write", "unpack", "loop", "local",
-    "forward", "message",
-})
+VOCABULARY = frozenset(
+    {
+        "class",
+        "function",
+        "definition",
+        "call",
+        "read",
+        "assign",
+        "import",
+        "return",
+        "if",
+        "boolean",
+        "ternary",
+        "try",
+        "assert",
+        "write",
+        "unpack",
+        "loop",
+        "local",
+        "forward",
+        "message",
+    }
+)
 # `@subject.part`: two snake_case words joined by one dot.
 CAPTURE_SHAPE = re.compile(r"^[a-z]+\.[a-z]+(?:_[a-z]+)*$")
 

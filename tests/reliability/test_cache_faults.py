@@ -338,7 +338,10 @@ def test_a_full_disk_in_the_worker_processes_still_gives_the_answer(
 
 
 def test_a_full_disk_under_the_template_cache_costs_speed_not_the_report(
-    sgl_dir: MakeDir, tmp_path: Path, cache_dir: Path, monkeypatch: pytest.MonkeyPatch,
+    sgl_dir: MakeDir,
+    tmp_path: Path,
+    cache_dir: Path,
+    monkeypatch: pytest.MonkeyPatch,
     caplog: pytest.LogCaptureFixture,
 ) -> None:
     import jinja2.bccache

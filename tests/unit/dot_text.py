@@ -31,7 +31,7 @@ def _tokens(text: str) -> list[str]:
             break
         match = _TOKEN.match(text, pos)
         if match is None or match.end() == pos:
-            raise ValueError(f"cannot read DOT at offset {pos}: {text[pos:pos + 40]!r}")
+            raise ValueError(f"cannot read DOT at offset {pos}: {text[pos : pos + 40]!r}")
         out.append(match.group(match.lastgroup or "word"))
         pos = match.end()
     return out
@@ -60,7 +60,7 @@ def parse_dot(text: str) -> Dot:
         while body[i] != "]":
             name, equals, value = body[i], body[i + 1], body[i + 2]
             if equals != "=" or name in "[]{};,=" or value in "[]{};,=":
-                raise ValueError(f"bad attribute near {body[i:i + 3]}")
+                raise ValueError(f"bad attribute near {body[i : i + 3]}")
             if name in found:
                 raise ValueError(f"attribute {name} given twice")
             found[_unquote(name)] = _unquote(value)

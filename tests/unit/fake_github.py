@@ -45,11 +45,20 @@ class State:
     creates: int = 0
     lock: threading.Lock = field(default_factory=threading.Lock)
 
-    def add_issue(self, title: str, body: str, labels: list[str], state: str = "open",
-                  pull_request: bool = False) -> dict[str, Any]:
+    def add_issue(
+        self,
+        title: str,
+        body: str,
+        labels: list[str],
+        state: str = "open",
+        pull_request: bool = False,
+    ) -> dict[str, Any]:
         number = len(self.issues) + 1
         issue: dict[str, Any] = {
-            "number": number, "title": title, "body": body, "state": state,
+            "number": number,
+            "title": title,
+            "body": body,
+            "state": state,
             "labels": [{"name": n} for n in labels],
             "html_url": f"https://github.example/{REPO}/issues/{number}",
         }
@@ -68,8 +77,7 @@ class _Handler(BaseHTTPRequestHandler):
     def log_message(self, format: str, *args: Any) -> None:
         pass  # keep test output clean
 
-    def _send(self, status: int, body: Any = None, headers: dict[str, str] | None = None
-              ) -> None:
+    def _send(self, status: int, body: Any = None, headers: dict[str, str] | None = None) -> None:
         data = json.dumps(body if body is not None else {}).encode()
         self.send_response(status)
         self.send_header("Content-Type", "application/json")
@@ -96,15 +104,17 @@ class _Handler(BaseHTTPRequestHandler):
             if st.canned and st.canned[0].method in (None, method):
                 canned = st.canned.popleft()
                 if not canned.apply:
-                    self._send(canned.status,
-                               canned.body if canned.body is not None else {"message": "canned"},
-                               canned.headers)
+                    self._send(
+                        canned.status,
+                        canned.body if canned.body is not None else {"message": "canned"},
+                        canned.headers,
+                    )
                     return
             prefix = f"/repos/{REPO}/issues"
             if not url.path.startswith(prefix):
                 self._send(404, {"message": "Not Found"})
                 return
-            rest = url.path[len(prefix):].strip("/")
+            rest = url.path[len(prefix) :].strip("/")
             before = st.creates
             status, body, headers = self._route(method, rest, parse_qs(url.query), payload)
             if canned is not None:
@@ -114,16 +124,20 @@ class _Handler(BaseHTTPRequestHandler):
             st.release.wait(30)  # the client is killed meanwhile: the answer is lost
         self._send(status, body, headers)
 
-    def _route(self, method: str, rest: str, query: dict[str, list[str]], payload: Any
-               ) -> tuple[int, Any, dict[str, str]]:
+    def _route(
+        self, method: str, rest: str, query: dict[str, list[str]], payload: Any
+    ) -> tuple[int, Any, dict[str, str]]:
         st = self.server.state
         parts = rest.split("/") if rest else []
         if not parts and method == "GET":
             label = query.get("labels", [""])[0]
             state = query.get("state", ["open"])[0]
-            chosen = [i for i in st.issues
-                      if (not label or any(x["name"] == label for x in i["labels"]))
-                      and (state == "all" or i["state"] == state)]
+            chosen = [
+                i
+                for i in st.issues
+                if (not label or any(x["name"] == label for x in i["labels"]))
+                and (state == "all" or i["state"] == state)
+            ]
             return self._page(chosen, query, f"labels={label}&state={state}")
         if not parts and method == "POST":
             if st.fail_creates_after is not None and st.creates >= st.fail_creates_after:
@@ -147,17 +161,20 @@ class _Handler(BaseHTTPRequestHandler):
             return self._page(items, query, "")
         return 404, {"message": "Not Found"}, {}
 
-    def _page(self, items: list[Any], query: dict[str, list[str]], keep: str
-              ) -> tuple[int, Any, dict[str, str]]:
+    def _page(
+        self, items: list[Any], query: dict[str, list[str]], keep: str
+    ) -> tuple[int, Any, dict[str, str]]:
         size = self.server.state.page_size
         page = int(query.get("page", ["1"])[0])
-        chunk = items[(page - 1) * size: page * size]
+        chunk = items[(page - 1) * size : page * size]
         headers = {}
         if page * size < len(items):
             base = f"http://127.0.0.1:{self.server.server_address[1]}{urlsplit(self.path).path}"
             sep = "&" if keep else ""
-            headers["Link"] = (f'<{base}?{keep}{sep}per_page=100&page={page + 1}>; rel="next", '
-                               f'<{base}?page=999>; rel="last"')
+            headers["Link"] = (
+                f'<{base}?{keep}{sep}per_page=100&page={page + 1}>; rel="next", '
+                f'<{base}?page=999>; rel="last"'
+            )
         return 200, chunk, headers
 
     def do_GET(self) -> None:
@@ -183,8 +200,9 @@ def fake_github() -> Iterator[tuple[str, State]]:
     """(API base URL, server state) for the duration of the block."""
     server = _Server(("127.0.0.1", 0), _Handler)
     server.state = State()
-    thread = threading.Thread(target=server.serve_forever, kwargs={"poll_interval": 0.05},
-                              daemon=True)
+    thread = threading.Thread(
+        target=server.serve_forever, kwargs={"poll_interval": 0.05}, daemon=True
+    )
     thread.start()
     try:
         yield f"http://127.0.0.1:{server.server_address[1]}", server.state

@@ -35,7 +35,9 @@ DOC: dict[str, Any] = {
                 "classes": {
                     PRETRAINED: {"members": "ptm-4", "bases": ["torch.nn.Module"]},
                     "transformers.utils.hub.HubMixin": {
-                        "members": "mixin", "bases": ["huggingface_hub.ModelHubMixin"]},
+                        "members": "mixin",
+                        "bases": ["huggingface_hub.ModelHubMixin"],
+                    },
                 },
                 "names": {"transformers.PreTrainedModel": PRETRAINED},
             },

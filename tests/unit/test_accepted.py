@@ -34,8 +34,15 @@ def write(folder: Path, name: str, text: str) -> Path:
 
 
 def check(model: str, algorithm: str = "EAGLE3", status: str = "broken") -> ModelCheck:
-    return ModelCheck(model, f"python/sglang/srt/models/{model.lower()}.py", "target",
-                      algorithm, "target", status, missing=("get_embed_and_head",))
+    return ModelCheck(
+        model,
+        f"python/sglang/srt/models/{model.lower()}.py",
+        "target",
+        algorithm,
+        "target",
+        status,
+        missing=("get_embed_and_head",),
+    )
 
 
 # ------------------------------------------------------------------ finding the file
@@ -55,8 +62,12 @@ def test_tracker_toml_in_the_current_directory_is_read(tmp_path: Path) -> None:
 def test_the_tool_tracker_table_of_pyproject_toml_is_read_when_there_is_no_tracker_toml(
     tmp_path: Path,
 ) -> None:
-    write(tmp_path, "pyproject.toml", '[project]\nname = "x"\n\n[tool.tracker]\n'
-          + GOOD.replace("[[accepted]]", "[[tool.tracker.accepted]]"))
+    write(
+        tmp_path,
+        "pyproject.toml",
+        '[project]\nname = "x"\n\n[tool.tracker]\n'
+        + GOOD.replace("[[accepted]]", "[[tool.tracker.accepted]]"),
+    )
     found = load_accepted(None, tmp_path)
     assert found.path == tmp_path / "pyproject.toml"
     assert [e.model for e in found.entries] == ["LlamaForCausalLM", KIMI]
@@ -76,8 +87,11 @@ def test_tracker_toml_wins_over_pyproject_and_a_warning_says_the_other_is_ignore
     tmp_path: Path, caplog: pytest.LogCaptureFixture
 ) -> None:
     write(tmp_path, "tracker.toml", GOOD)
-    write(tmp_path, "pyproject.toml",
-          '[[tool.tracker.accepted]]\nmodel = "Other"\nreason = "from pyproject"\n')
+    write(
+        tmp_path,
+        "pyproject.toml",
+        '[[tool.tracker.accepted]]\nmodel = "Other"\nreason = "from pyproject"\n',
+    )
     with caplog.at_level(logging.WARNING, logger="tracker"):
         found = load_accepted(None, tmp_path)
     assert [e.model for e in found.entries] == ["LlamaForCausalLM", KIMI]
@@ -90,15 +104,13 @@ def test_config_names_another_file_and_the_current_directory_is_not_read(
 ) -> None:
     write(tmp_path, "tracker.toml", '[[accepted]]\nmodel = "Here"\nreason = "cwd"\n')
     other = write(tmp_path, "ci-accepted.toml", GOOD)
-    assert [e.model for e in load_accepted(other, tmp_path).entries] == [
-        "LlamaForCausalLM", KIMI]
+    assert [e.model for e in load_accepted(other, tmp_path).entries] == ["LlamaForCausalLM", KIMI]
 
 
 def test_config_naming_a_pyproject_reads_its_tool_tracker_table(tmp_path: Path) -> None:
     sub = tmp_path / "sub"
     sub.mkdir()
-    named = write(sub, "pyproject.toml",
-                  '[[tool.tracker.accepted]]\nmodel = "X"\nreason = "r"\n')
+    named = write(sub, "pyproject.toml", '[[tool.tracker.accepted]]\nmodel = "X"\nreason = "r"\n')
     assert [e.model for e in load_accepted(named, tmp_path).entries] == ["X"]
     bare = write(tmp_path, "pyproject.toml", '[project]\nname = "x"\n')
     with pytest.raises(TrackerError, match=r"pyproject.toml has no \[tool.tracker\] table"):
@@ -118,14 +130,22 @@ ENTRY_ERRORS = [
     ('model = "M"\nreason = "  "', r"accepted\[1\] \(M\): reason is empty"),
     ('model = "M"\nreason = "r"\nexpires = "v1"', r"accepted\[1\] \(M\): unknown key expires"),
     ('model = "M"\nreason = "r"\nuntil = 0.5', r"accepted\[1\] \(M\): until must be a string"),
-    ('model = "M"\nreason = "r"\nalgorithm = ["EAGLE3"]',
-     r"accepted\[1\] \(M\): algorithm must be a string, not list"),
-    ('model = "M"\nreason = "r"\nuntil = "soon"',
-     r"accepted\[1\] \(M\): until 'soon' is not a release version"),
-    ('model = "M"\nreason = "r"\nuntil = "latest"',
-     r"accepted\[1\] \(M\): until 'latest' is not a release version"),
-    ('model = "M"\nreason = "r"\nuntil = "v0.5.8..v0.5.9"',
-     r"accepted\[1\] \(M\): until 'v0.5.8..v0.5.9' is not a release version"),
+    (
+        'model = "M"\nreason = "r"\nalgorithm = ["EAGLE3"]',
+        r"accepted\[1\] \(M\): algorithm must be a string, not list",
+    ),
+    (
+        'model = "M"\nreason = "r"\nuntil = "soon"',
+        r"accepted\[1\] \(M\): until 'soon' is not a release version",
+    ),
+    (
+        'model = "M"\nreason = "r"\nuntil = "latest"',
+        r"accepted\[1\] \(M\): until 'latest' is not a release version",
+    ),
+    (
+        'model = "M"\nreason = "r"\nuntil = "v0.5.8..v0.5.9"',
+        r"accepted\[1\] \(M\): until 'v0.5.8..v0.5.9' is not a release version",
+    ),
     ('reason = "r"', r"accepted\[1\]: model is missing"),
 ]
 
@@ -134,16 +154,20 @@ ENTRY_ERRORS = [
 def test_a_bad_entry_is_an_error_naming_the_file_the_entry_and_its_model(
     tmp_path: Path, entry: str, message: str
 ) -> None:
-    write(tmp_path, "tracker.toml",
-          f'[[accepted]]\nmodel = "Fine"\nreason = "ok"\n\n[[accepted]]\n{entry}\n')
+    write(
+        tmp_path,
+        "tracker.toml",
+        f'[[accepted]]\nmodel = "Fine"\nreason = "ok"\n\n[[accepted]]\n{entry}\n',
+    )
     with pytest.raises(TrackerError, match=f"^tracker.toml: {message}"):
         load_accepted(None, tmp_path)
 
 
 def test_a_bad_entry_in_pyproject_names_pyproject_and_its_table(tmp_path: Path) -> None:
     write(tmp_path, "pyproject.toml", '[[tool.tracker.accepted]]\nmodel = "M"\n')
-    with pytest.raises(TrackerError,
-                       match=r"^pyproject.toml \[tool.tracker\]: accepted\[0\] \(M\): reason"):
+    with pytest.raises(
+        TrackerError, match=r"^pyproject.toml \[tool.tracker\]: accepted\[0\] \(M\): reason"
+    ):
         load_accepted(None, tmp_path)
 
 
@@ -152,8 +176,10 @@ def test_a_bad_entry_in_pyproject_names_pyproject_and_its_table(tmp_path: Path) 
     [
         ('accepted = ["M"]', r"tracker.toml: accepted\[0\] must be a table"),
         ('[accepted]\nmodel = "M"\nreason = "r"', r"tracker.toml: accepted must be an array"),
-        ('[[accepted]]\nmodel = "M"\nreason = "r"\n[fail]\non = 1',
-         r"tracker.toml: unknown key fail"),
+        (
+            '[[accepted]]\nmodel = "M"\nreason = "r"\n[fail]\non = 1',
+            r"tracker.toml: unknown key fail",
+        ),
         ('[[accepted]]\nmodel = "M"\nreason = "r', r"tracker.toml is not valid TOML"),
     ],
 )
@@ -195,14 +221,24 @@ def test_an_entry_without_until_or_algorithm_applies_to_every_version_and_algori
 
 
 def test_marking_sets_the_reason_on_matching_checks_that_are_not_ok_only() -> None:
-    compat = Compat("v0.5.9", checks=[
-        check(KIMI), check(KIMI, "EAGLE"), check("LlamaForCausalLM", status="ok"),
-        check("LlamaForCausalLM", "EAGLE", status="unknown"), check("Other")])
-    accepted = AcceptedBreaks(None, (
-        AcceptedBreak(KIMI, "fork", "EAGLE3", "v0.5.10"),
-        AcceptedBreak(KIMI, "every algorithm, for good"),
-        AcceptedBreak("LlamaForCausalLM", "not served"),
-    ))
+    compat = Compat(
+        "v0.5.9",
+        checks=[
+            check(KIMI),
+            check(KIMI, "EAGLE"),
+            check("LlamaForCausalLM", status="ok"),
+            check("LlamaForCausalLM", "EAGLE", status="unknown"),
+            check("Other"),
+        ],
+    )
+    accepted = AcceptedBreaks(
+        None,
+        (
+            AcceptedBreak(KIMI, "fork", "EAGLE3", "v0.5.10"),
+            AcceptedBreak(KIMI, "every algorithm, for good"),
+            AcceptedBreak("LlamaForCausalLM", "not served"),
+        ),
+    )
     marked = mark(compat, accepted)
     assert [(c.model, c.algorithm, c.accepted) for c in marked.checks] == [
         (KIMI, "EAGLE3", "fork"),
@@ -212,5 +248,6 @@ def test_marking_sets_the_reason_on_matching_checks_that_are_not_ok_only() -> No
         ("Other", "EAGLE3", ""),
     ]
     assert all(c.accepted == "" for c in compat.checks)  # the input is left as it was
-    assert [c.accepted for c in mark(Compat("v0.5.10", checks=[check(KIMI)]),
-                                     accepted).checks] == ["every algorithm, for good"]
+    assert [c.accepted for c in mark(Compat("v0.5.10", checks=[check(KIMI)]), accepted).checks] == [
+        "every algorithm, for good"
+    ]

@@ -85,15 +85,16 @@ def _state(built: object, model: str) -> ModelState:
 def test_a_new_class_is_explained_by_the_members_it_arrives_without() -> None:
     before = build({"models/wrapper.py": None})
     after = build()
-    [cause] = explain_model(_state(before, WRAPPER), _state(after, WRAPPER), WRAPPER,
-                            "EAGLE3", "target")
+    [cause] = explain_model(
+        _state(before, WRAPPER), _state(after, WRAPPER), WRAPPER, "EAGLE3", "target"
+    )
     assert cause.kind is CauseKind.CLASS_ADDED
-    assert cause.text == ("new class without `get_embed_and_head`, "
-                          "`set_eagle3_layers_to_capture`")
+    assert cause.text == ("new class without `get_embed_and_head`, `set_eagle3_layers_to_capture`")
 
 
 def test_a_removed_method_is_explained_as_removed_from_the_class() -> None:
-    without = {"models/llama.py": """
+    without = {
+        "models/llama.py": """
         from torch import nn
 
 
@@ -107,7 +108,8 @@ def test_a_removed_method_is_explained_as_removed_from_the_class() -> None:
 
 
         EntryClass = LlamaForCausalLM
-        """}
+        """
+    }
     before, after = _state(build(), LLAMA), _state(build(without), LLAMA)
     assert (before.status, after.status) == ("ok", "broken")
     [cause] = explain_model(before, after, LLAMA, "EAGLE3", "target")
@@ -118,7 +120,8 @@ def test_a_removed_method_is_explained_as_removed_from_the_class() -> None:
 
 
 # A wrapper with the embedding member only: fine until the runner asks for the setter.
-EMBED_ONLY = {"models/wrapper.py": """
+EMBED_ONLY = {
+    "models/wrapper.py": """
     from torch import nn
 
 
@@ -132,7 +135,8 @@ EMBED_ONLY = {"models/wrapper.py": """
 
 
     EntryClass = [WrapperForConditionalGeneration]
-    """}
+    """
+}
 
 
 def test_a_new_call_in_the_runner_is_explained_with_its_site() -> None:
@@ -142,8 +146,10 @@ def test_a_new_call_in_the_runner_is_explained_with_its_site() -> None:
     assert (old.status, new.status) == ("ok", "broken")
     line = line_of(None, RUNNER, "set_eagle3_layers_to_capture")
     assert [(c.kind, c.text) for c in explain_model(old, new, WRAPPER, "EAGLE3", "target")] == [
-        (CauseKind.REQUIREMENT_ADDED,
-         f"adds a call to `set_eagle3_layers_to_capture` at model_runner.py:{line}")
+        (
+            CauseKind.REQUIREMENT_ADDED,
+            f"adds a call to `set_eagle3_layers_to_capture` at model_runner.py:{line}",
+        )
     ]
 
 

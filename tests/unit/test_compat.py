@@ -112,7 +112,8 @@ def test_provision_through_bases_attributes_getattr_and_external_bases() -> None
     dynamic = check(built, "Dynamic")
     assert dynamic.status == "unknown"
     assert dynamic.provisions[0].where == (
-        "GetAttrMixin.__getattr__ forwards to self.inner, whose class could not be found")
+        "GetAttrMixin.__getattr__ forwards to self.inner, whose class could not be found"
+    )
     # transformers.PreTrainedModel is inventoried: it has neither member.
     external = check(built, "External")
     assert external.status == "broken"
@@ -183,13 +184,15 @@ def test_a_member_an_inventoried_base_provides_is_provided_at_the_pinned_version
     built = external_tree(monkeypatch, torch="2.9.1", transformers="5.3.0")
     hf = built.index.classes_named("Hf")[0]
     found = provision(built.index, hf, "get_embed_and_head")
-    assert found == Provision("get_embed_and_head", "external",
-                              "transformers.PreTrainedModel (transformers 5.3.0)")
+    assert found == Provision(
+        "get_embed_and_head", "external", "transformers.PreTrainedModel (transformers 5.3.0)"
+    )
     # Through its own base in another package: PreTrainedModel is an nn.Module.
     assert provision(built.index, hf, "named_modules").how == "external"
     canonical = built.index.classes_named("HfCanonical")[0]
     assert provision(built.index, canonical, "config").where == (
-        "transformers.modeling_utils.PreTrainedModel (transformers 5.3.0)")
+        "transformers.modeling_utils.PreTrainedModel (transformers 5.3.0)"
+    )
 
 
 def test_a_member_the_inventoried_base_lacks_is_missing_and_names_the_base_and_version(
@@ -198,8 +201,8 @@ def test_a_member_the_inventoried_base_lacks_is_missing_and_names_the_base_and_v
     built = external_tree(monkeypatch, torch="2.9.1", transformers="4.57.1")
     hf = built.index.classes_named("Hf")[0]
     assert provision(built.index, hf, "get_embed_and_head") == Provision(
-        "get_embed_and_head", "missing",
-        "not in transformers.PreTrainedModel (transformers 4.57.1)")
+        "get_embed_and_head", "missing", "not in transformers.PreTrainedModel (transformers 4.57.1)"
+    )
     assert provision(built.index, hf, "forward").how == "missing"
 
 
@@ -209,7 +212,8 @@ def test_the_nearest_inventoried_version_is_used_and_named(
     built = external_tree(monkeypatch, torch="2.9.1", transformers="4.57.0")
     hf = built.index.classes_named("Hf")[0]
     assert provision(built.index, hf, "get_embed_and_head").where == (
-        "not in transformers.PreTrainedModel (transformers 4.57.1, nearest to the pinned 4.57.0)")
+        "not in transformers.PreTrainedModel (transformers 4.57.1, nearest to the pinned 4.57.0)"
+    )
 
 
 def test_a_base_outside_the_inventory_stays_unknown_and_is_named(
@@ -218,8 +222,9 @@ def test_a_base_outside_the_inventory_stays_unknown_and_is_named(
     built = external_tree(monkeypatch, torch="2.9.1", transformers="4.57.1")
     generating = built.index.classes_named("Generating")[0]
     found = provision(built.index, generating, "get_embed_and_head")
-    assert found == Provision("get_embed_and_head", "unknown",
-                              "base transformers.GenerationMixin outside the inventory")
+    assert found == Provision(
+        "get_embed_and_head", "unknown", "base transformers.GenerationMixin outside the inventory"
+    )
     # What the inventoried base provides is still known.
     assert provision(built.index, generating, "config").how == "external"
 
@@ -271,22 +276,27 @@ def test_a_direct_forward_provides_what_the_constructed_class_provides(
 ) -> None:
     built = forwarding(monkeypatch, DIRECT)
     assert forward_provision(built, "Wrapper", "get_embed_and_head") == Provision(
-        "get_embed_and_head", "forwarded",
-        "Wrapper.__getattr__ forwards to self.inner: LlamaForCausalLM (constructed)")
+        "get_embed_and_head",
+        "forwarded",
+        "Wrapper.__getattr__ forwards to self.inner: LlamaForCausalLM (constructed)",
+    )
     assert check(built, "Wrapper").status == "ok"
     # What the inner class lacks, the wrapper lacks too.
     assert forward_provision(built, "Wrapper", "set_embed").where == (
-        "Wrapper.__getattr__ forwards to self.inner: LlamaForCausalLM lacks it (constructed)")
+        "Wrapper.__getattr__ forwards to self.inner: LlamaForCausalLM lacks it (constructed)"
+    )
 
 
 def test_a_guarded_name_is_not_forwarded(monkeypatch: pytest.MonkeyPatch) -> None:
     guarded = DIRECT.replace(
         "def __getattr__(self, name):",
         'def __getattr__(self, name):\n            if name == "get_embed_and_head":\n'
-        "                return None")
+        "                return None",
+    )
     built = forwarding(monkeypatch, guarded)
     assert forward_provision(built, "Wrapper", "get_embed_and_head") == Provision(
-        "get_embed_and_head", "missing", "Wrapper.__getattr__ does not forward get_embed_and_head")
+        "get_embed_and_head", "missing", "Wrapper.__getattr__ does not forward get_embed_and_head"
+    )
     assert forward_provision(built, "Wrapper", "set_eagle3_layers_to_capture").how == "forwarded"
     assert check(built, "Wrapper").missing == ("get_embed_and_head",)
 
@@ -294,11 +304,15 @@ def test_a_guarded_name_is_not_forwarded(monkeypatch: pytest.MonkeyPatch) -> Non
 def test_a_forward_after_super_getattr_fails_provides_the_inner_members(
     monkeypatch: pytest.MonkeyPatch,
 ) -> None:
-    source = DIRECT.replace("class Wrapper:", "class Wrapper(nn.Module):").replace(
-        "return getattr(self.inner, name)",
-        "try:\n                return super().__getattr__(name)\n"
-        "            except AttributeError:\n                return getattr(self.inner, name)",
-    ).replace("from sglang", "from torch import nn\n    from sglang")
+    source = (
+        DIRECT.replace("class Wrapper:", "class Wrapper(nn.Module):")
+        .replace(
+            "return getattr(self.inner, name)",
+            "try:\n                return super().__getattr__(name)\n"
+            "            except AttributeError:\n                return getattr(self.inner, name)",
+        )
+        .replace("from sglang", "from torch import nn\n    from sglang")
+    )
     built = forwarding(monkeypatch, source)
     assert forward_provision(built, "Wrapper", "get_embed_and_head").how == "forwarded"
     # nn.Module's own members come before any __getattr__.
@@ -343,16 +357,18 @@ def test_a_class_picked_from_a_dict_is_broken_for_what_one_candidate_lacks(
     assert found.status == "broken" and found.missing == ("set_eagle3_layers_to_capture",)
     assert {p.member: p.where for p in found.provisions} == {
         "get_embed_and_head": "Dispatch.__getattr__ forwards to self.inner: "
-                              "LlamaForCausalLM, Old (picked from _SUPPORT_VERSION)",
+        "LlamaForCausalLM, Old (picked from _SUPPORT_VERSION)",
         "set_eagle3_layers_to_capture": "Dispatch.__getattr__ forwards to self.inner: Old lacks "
-                                        "it; LlamaForCausalLM provides it "
-                                        "(picked from _SUPPORT_VERSION)",
+        "it; LlamaForCausalLM provides it "
+        "(picked from _SUPPORT_VERSION)",
     }
     # `.get` picks from the dict as well as indexing does.
-    with_get = DICT_OF_CLASSES.replace("_SUPPORT_VERSION[config.version]",
-                                       "_SUPPORT_VERSION.get(config.version)")
+    with_get = DICT_OF_CLASSES.replace(
+        "_SUPPORT_VERSION[config.version]", "_SUPPORT_VERSION.get(config.version)"
+    )
     assert check(forwarding(monkeypatch, with_get), "Dispatch").missing == (
-        "set_eagle3_layers_to_capture",)
+        "set_eagle3_layers_to_capture",
+    )
 
 
 def test_classes_chosen_in_an_if_else_chain_are_all_candidates(
@@ -361,20 +377,23 @@ def test_classes_chosen_in_an_if_else_chain_are_all_candidates(
     chain = DICT_OF_CLASSES.replace(
         "instance_class = _SUPPORT_VERSION[config.version]",
         "if config.old:\n                instance_class = Old\n"
-        "            else:\n                instance_class = LlamaForCausalLM")
-    found = forward_provision(forwarding(monkeypatch, chain), "Dispatch",
-                              "set_eagle3_layers_to_capture")
+        "            else:\n                instance_class = LlamaForCausalLM",
+    )
+    found = forward_provision(
+        forwarding(monkeypatch, chain), "Dispatch", "set_eagle3_layers_to_capture"
+    )
     assert found.how == "missing"
-    assert found.where.startswith("Dispatch.__getattr__ forwards to self.inner: Old lacks it; "
-                                  "LlamaForCausalLM provides it")
+    assert found.where.startswith(
+        "Dispatch.__getattr__ forwards to self.inner: Old lacks it; LlamaForCausalLM provides it"
+    )
 
 
 def test_an_annotation_is_the_last_resort_for_the_forwarded_class(
     monkeypatch: pytest.MonkeyPatch,
 ) -> None:
-    annotated = DIRECT.replace("def __init__(self, config):",
-                               "def __init__(self, config, inner: LlamaForCausalLM):").replace(
-        "self.inner = LlamaForCausalLM(config)", "self.inner = inner")
+    annotated = DIRECT.replace(
+        "def __init__(self, config):", "def __init__(self, config, inner: LlamaForCausalLM):"
+    ).replace("self.inner = LlamaForCausalLM(config)", "self.inner = inner")
     found = forward_provision(forwarding(monkeypatch, annotated), "Wrapper", "get_embed_and_head")
     assert found.how == "forwarded" and found.where.endswith("LlamaForCausalLM (annotation)")
 
@@ -382,13 +401,15 @@ def test_an_annotation_is_the_last_resort_for_the_forwarded_class(
 def test_a_forward_target_whose_class_cannot_be_found_is_unknown_with_the_reason(
     monkeypatch: pytest.MonkeyPatch,
 ) -> None:
-    factory = DICT_OF_CLASSES.replace("instance_class = _SUPPORT_VERSION[config.version]",
-                                      "instance_class = pick_class(config)")
+    factory = DICT_OF_CLASSES.replace(
+        "instance_class = _SUPPORT_VERSION[config.version]", "instance_class = pick_class(config)"
+    )
     found = check(forwarding(monkeypatch, factory), "Dispatch")
     assert found.status == "unknown"
     assert found.provisions[0].where == (
         "Dispatch.__getattr__ forwards to self.inner, whose class could not be found "
-        "(instance_class = pick_class(...))")
+        "(instance_class = pick_class(...))"
+    )
 
 
 def test_a_getattr_that_does_not_forward_is_unknown_with_its_body(
@@ -401,8 +422,9 @@ def test_a_getattr_that_does_not_forward_is_unknown_with_its_body(
 
 
 def test_a_base_behind_a_package_re_export_is_followed(tmp_path: Path) -> None:
-    files = tree({
-        "models/nano.py": """
+    files = tree(
+        {
+            "models/nano.py": """
             from torch import nn
 
             from sglang.srt.multimodal.evs import EVS
@@ -414,8 +436,8 @@ def test_a_base_behind_a_package_re_export_is_followed(tmp_path: Path) -> None:
 
             EntryClass = [NanoVL]
             """,
-        "multimodal/evs/__init__.py": "from .evs_module import EVS, EVSConfig\n",
-        "multimodal/evs/evs_module.py": """
+            "multimodal/evs/__init__.py": "from .evs_module import EVS, EVSConfig\n",
+            "multimodal/evs/evs_module.py": """
             class EVSConfig:
                 pass
 
@@ -427,7 +449,8 @@ def test_a_base_behind_a_package_re_export_is_followed(tmp_path: Path) -> None:
                 def set_eagle3_layers_to_capture(self, layer_ids=None):
                     pass
             """,
-    })
+        }
+    )
     for path, text in files.items():
         (tmp_path / path).parent.mkdir(parents=True, exist_ok=True)
         (tmp_path / path).write_text(text)
@@ -436,5 +459,7 @@ def test_a_base_behind_a_package_re_export_is_followed(tmp_path: Path) -> None:
     assert "sglang.srt.multimodal.evs.evs_module:EVS" in index.mro(nano)[0]
     found = provision(index, nano, "get_embed_and_head")
     assert (found.how, found.where) == ("inherited", "EVS")
-    assert build_compat(index, build_interface("v1", index)).check_for(
-        "NanoVL", "EAGLE3").status == "ok"
+    assert (
+        build_compat(index, build_interface("v1", index)).check_for("NanoVL", "EAGLE3").status
+        == "ok"
+    )

@@ -81,7 +81,9 @@ CASES = {
     # rule: (broken source, fixed source, class checked)
     ContractRule.CAPTURE_STATE_MISMATCH: (
         FLAG_DECODER + WRAPPER,
-        FLAG_DECODER + FLAG_SETTER + WRAPPER.replace(
+        FLAG_DECODER
+        + FLAG_SETTER
+        + WRAPPER.replace(
             "self.model.layers_to_capture = [i + 1 for i in layer_ids]",
             "self.model.set_eagle3_layers_to_capture([i + 1 for i in layer_ids])",
         ),
@@ -96,7 +98,9 @@ CASES = {
     ContractRule.CAPTURE_ATTRIBUTE_MISSING: (
         DECODER + WRAPPER + SKIPPING_WRAPPER,
         # The setter creates the flag before any forward runs.
-        DECODER + WRAPPER + SKIPPING_WRAPPER.replace(
+        DECODER
+        + WRAPPER
+        + SKIPPING_WRAPPER.replace(
             "    def set_eagle3_layers_to_capture(self, layer_ids=None):\n",
             "    def set_eagle3_layers_to_capture(self, layer_ids=None):\n"
             "        self.capture_aux_hidden_states = True\n",
@@ -132,8 +136,7 @@ def test_each_rule_is_quiet_on_its_fixed_fixture(rule: ContractRule) -> None:
     assert (result.status, result.findings, result.unknown) == ("ok", (), "")
 
 
-def test_a_mismatch_names_the_setter_write_the_decoder_read_and_the_unpack_that_fails(
-) -> None:
+def test_a_mismatch_names_the_setter_write_the_decoder_read_and_the_unpack_that_fails() -> None:
     broken, _fixed, cls = CASES[ContractRule.CAPTURE_STATE_MISMATCH]
     (finding,) = contract_of(broken, cls).findings
     assert finding.render() == (

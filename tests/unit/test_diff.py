@@ -200,8 +200,7 @@ def test_an_arity_change_says_the_old_and_the_new_number_of_arguments() -> None:
     a, b = built(frozen(old)), built(frozen(new))
     (change,) = diff(a.interface, a.compat, b.interface, b.compat, ("EAGLE3",)).changes
     assert change.message == (
-        "set_eagle3_layers_to_capture on the target model is now called with 2 arguments "
-        "(was 1)"
+        "set_eagle3_layers_to_capture on the target model is now called with 2 arguments (was 1)"
     )
 
 

@@ -59,7 +59,8 @@ def test_where_the_draft_checkpoint_defaults_to_the_targets_the_interface_says_s
 def test_without_that_fallback_an_algorithm_loads_only_its_draft_classes() -> None:
     drafts = build().interface.draft_models
     assert {a: d.mode for a, d in drafts.items()} == {
-        "EAGLE": "draft-classes", "EAGLE3": "draft-classes"
+        "EAGLE": "draft-classes",
+        "EAGLE3": "draft-classes",
     }
     assert not any(c.role == "draft" and c.kind == "target" for c in build().compat.checks)
 
@@ -94,9 +95,10 @@ def test_generative_classes_get_a_draft_row_where_the_target_class_may_be_the_dr
     assert as_draft.role_evidence == built.interface.draft_models["EAGLE3"].evidence
     assert rows[("LlamaForCausalLM", "EAGLE3", "target")].role_evidence == ""
     # The class's own check is still the one a plain lookup finds.
-    assert built.compat.check_for("LlamaForCausalLM", "EAGLE3") == rows[
-        ("LlamaForCausalLM", "EAGLE3", "target")
-    ]
+    assert (
+        built.compat.check_for("LlamaForCausalLM", "EAGLE3")
+        == rows[("LlamaForCausalLM", "EAGLE3", "target")]
+    )
 
 
 def test_an_any_generative_algorithm_takes_every_generative_class_as_a_draft() -> None:
@@ -122,8 +124,14 @@ def test_an_any_generative_algorithm_takes_every_generative_class_as_a_draft() -
 
 def test_a_snapshot_keeps_the_draft_rows_and_every_piece_of_evidence() -> None:
     built = build({**FALLBACK, "server_args.py": REFUSES_EAGLE})
-    snap = Snapshot("v1", SourceIdentity("dir", "tree", "v1", ""), "digest",
-                    current_builder(), built.interface, built.compat)
+    snap = Snapshot(
+        "v1",
+        SourceIdentity("dir", "tree", "v1", ""),
+        "digest",
+        current_builder(),
+        built.interface,
+        built.compat,
+    )
     again = from_json(to_json(snap))
     assert again.interface.draft_models == built.interface.draft_models
     assert again.compat.entries == built.compat.entries

@@ -41,8 +41,9 @@ def test_the_pinned_version_decides_what_a_base_provides() -> None:
 def test_a_pin_the_inventory_lacks_uses_the_nearest_version_and_says_so() -> None:
     found = bases(torch="2.9.1", transformers="5.4.0").lookup("transformers.PreTrainedModel")
     assert found is not None
-    assert found.label == ("transformers.PreTrainedModel "
-                           "(transformers 5.3.0, nearest to the pinned 5.4.0)")
+    assert found.label == (
+        "transformers.PreTrainedModel (transformers 5.3.0, nearest to the pinned 5.4.0)"
+    )
     older = bases(transformers="4.50.0").lookup("transformers.PreTrainedModel")
     assert older is not None and "transformers 4.57.1, nearest to the pinned 4.50.0" in older.label
 
@@ -50,8 +51,9 @@ def test_a_pin_the_inventory_lacks_uses_the_nearest_version_and_says_so() -> Non
 def test_a_tree_that_pins_nothing_uses_the_nearest_release_pin_and_says_so() -> None:
     found = bases(release="v0.5.9.post1").lookup("transformers.PreTrainedModel")
     assert found is not None
-    assert found.label == ("transformers.PreTrainedModel "
-                           "(transformers 4.57.1, not pinned here: v0.5.9's pin)")
+    assert found.label == (
+        "transformers.PreTrainedModel (transformers 4.57.1, not pinned here: v0.5.9's pin)"
+    )
     nameless = bases().lookup("transformers.PreTrainedModel")
     assert nameless is not None and "v0.5.10's pin" in nameless.label
 
@@ -71,18 +73,29 @@ def test_a_canonical_name_works_as_well_as_the_name_sglang_imports() -> None:
     assert by_alias.members == by_name.members
 
 
-@pytest.mark.parametrize(("edit", "message"), [
-    (lambda d: d.update(extra=1), "unknown keys ['extra']"),
-    (lambda d: d.update(schema="x"), "not an inventory"),
-    (lambda d: d["packages"]["torch"]["2.9.1"]["classes"][MODULE].update(members="nope"),
-     f"packages.torch.2.9.1.classes.{MODULE}: needs a known member set id"),
-    (lambda d: d["packages"]["torch"]["2.9.1"]["names"].update({"torch.nn.X": "torch.Y"}),
-     "packages.torch.2.9.1.names.torch.nn.X names torch.Y, which has no entry"),
-    (lambda d: d["packages"]["torch"].update({"two": {"classes": {}, "names": {}}}),
-     "packages.torch.two: 'two' is not a version"),
-    (lambda d: d["releases"].update({"v0.5.11": {"torch": 2}}),
-     "releases.v0.5.11: versions must be strings"),
-])
+@pytest.mark.parametrize(
+    ("edit", "message"),
+    [
+        (lambda d: d.update(extra=1), "unknown keys ['extra']"),
+        (lambda d: d.update(schema="x"), "not an inventory"),
+        (
+            lambda d: d["packages"]["torch"]["2.9.1"]["classes"][MODULE].update(members="nope"),
+            f"packages.torch.2.9.1.classes.{MODULE}: needs a known member set id",
+        ),
+        (
+            lambda d: d["packages"]["torch"]["2.9.1"]["names"].update({"torch.nn.X": "torch.Y"}),
+            "packages.torch.2.9.1.names.torch.nn.X names torch.Y, which has no entry",
+        ),
+        (
+            lambda d: d["packages"]["torch"].update({"two": {"classes": {}, "names": {}}}),
+            "packages.torch.two: 'two' is not a version",
+        ),
+        (
+            lambda d: d["releases"].update({"v0.5.11": {"torch": 2}}),
+            "releases.v0.5.11: versions must be strings",
+        ),
+    ],
+)
 def test_a_damaged_inventory_is_an_error_naming_the_entry(edit: Any, message: str) -> None:
     broken = doc()
     edit(broken)

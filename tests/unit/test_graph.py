@@ -30,38 +30,51 @@ CUDA_GRAPH_RUNNER = {
 }
 
 
-def site_id(role: str, member: str, path: str, needle: str, overrides: dict[str, str] | None = None
-            ) -> str:
+def site_id(
+    role: str, member: str, path: str, needle: str, overrides: dict[str, str] | None = None
+) -> str:
     return f"{role}:{member}@{SRT}{path}:{line_of(overrides, path, needle)}"
 
 
-def eagle3(roles: tuple[str, ...] = ("target", "draft"),
-           overrides: dict[str, str] | None = None) -> nx.DiGraph:
+def eagle3(
+    roles: tuple[str, ...] = ("target", "draft"), overrides: dict[str, str] | None = None
+) -> nx.DiGraph:
     built = build(overrides)
     return build_graph(built.index, built.interface, "EAGLE3", "dir:/tree", roles)
 
 
 def test_the_graph_leads_from_the_worker_entry_through_the_runner_to_the_capture_site() -> None:
     graph = eagle3()
-    site = site_id("target", "set_eagle3_layers_to_capture", RUNNER_PY,
-                   "set_eagle3_layers_to_capture(")
+    site = site_id(
+        "target", "set_eagle3_layers_to_capture", RUNNER_PY, "set_eagle3_layers_to_capture("
+    )
     assert nx.has_path(graph, WORKER_INIT, site)
     assert [WORKER_INIT, TP_INIT, RUNNER_INIT, site] in list(
-        nx.all_simple_paths(graph, WORKER_INIT, site))
-    assert {"kind": "site", "role": "target", "status": "required", "member_kind": "call",
-            "condition": "self.eagle_use_aux_hidden_state"}.items() <= graph.nodes[site].items()
+        nx.all_simple_paths(graph, WORKER_INIT, site)
+    )
+    assert {
+        "kind": "site",
+        "role": "target",
+        "status": "required",
+        "member_kind": "call",
+        "condition": "self.eagle_use_aux_hidden_state",
+    }.items() <= graph.nodes[site].items()
 
 
 def test_function_nodes_carry_their_definition_path_and_line_and_calls_their_line() -> None:
     graph = eagle3()
     runner = graph.nodes[RUNNER_INIT]
     assert (runner["path"], runner["line"]) == (
-        SRT + RUNNER_PY, line_of(None, RUNNER_PY, "def __init__"))
+        SRT + RUNNER_PY,
+        line_of(None, RUNNER_PY, "def __init__"),
+    )
     assert graph.nodes[WORKER_INIT]["entry"] == "worker"
     assert graph.nodes[TP_INIT]["entry"] == "inherited"
     assert runner["entry"] == ""
     assert graph.edges[TP_INIT, RUNNER_INIT] == {
-        "kind": "call", "line": line_of(None, "managers/tp_worker.py", "ModelRunner(")}
+        "kind": "call",
+        "line": line_of(None, "managers/tp_worker.py", "ModelRunner("),
+    }
 
 
 def test_each_site_is_a_node_with_its_role_hanging_off_the_function_that_holds_it() -> None:
@@ -95,8 +108,13 @@ def test_runner_code_no_worker_reaches_is_kept_and_marked_detached() -> None:
     holder = "sglang.srt.model_executor.cuda_graph_runner:CudaGraphRunner.__init__"
     assert graph.nodes[holder]["detached"] is True
     assert graph.in_degree(holder) == 0
-    site = site_id("target", "set_eagle3_layers_to_capture", "model_executor/cuda_graph_runner.py",
-                   "set_eagle3_layers_to_capture(", CUDA_GRAPH_RUNNER)
+    site = site_id(
+        "target",
+        "set_eagle3_layers_to_capture",
+        "model_executor/cuda_graph_runner.py",
+        "set_eagle3_layers_to_capture(",
+        CUDA_GRAPH_RUNNER,
+    )
     assert set(graph.successors(holder)) == {site}
     assert graph.nodes[RUNNER_INIT]["detached"] is False
 
@@ -106,7 +124,8 @@ def test_graphml_reads_back_with_networkx_to_the_same_nodes_edges_and_attributes
     back = nx.read_graphml(io.BytesIO(to_graphml(graph).encode()))
     assert dict(back.nodes(data=True)) == dict(graph.nodes(data=True))
     assert {(a, b): d for a, b, d in back.edges(data=True)} == {
-        (a, b): d for a, b, d in graph.edges(data=True)}
+        (a, b): d for a, b, d in graph.edges(data=True)
+    }
     # The reader adds the (empty) GraphML defaults it found.
     assert {k: v for k, v in back.graph.items() if not k.endswith("_default")} == graph.graph
 
@@ -120,8 +139,7 @@ def test_node_link_json_carries_the_schema_id_and_reads_back_to_the_same_graph()
     assert set(back.edges) == set(graph.edges)
 
 
-def test_dot_declares_every_node_once_with_its_kind_and_every_edge_between_declared_nodes(
-) -> None:
+def test_dot_declares_every_node_once_with_its_kind_and_every_edge_between_declared_nodes() -> None:
     from dot_text import parse_dot
 
     graph = eagle3(overrides=CUDA_GRAPH_RUNNER)

@@ -68,8 +68,11 @@ def test_a_changed_module_is_indexed_anew_and_the_unchanged_ones_are_shared() ->
 def test_a_second_file_of_one_module_name_leaves_the_shared_classes_unchanged() -> None:
     foo = _facts({SRT + "foo.py": _FOO})
     # The package of the same name adds assignments to `Foo` without defining it.
-    package = {SRT + "foo/__init__.py": foo[SRT + "foo.py"]._replace(
-        path=SRT + "foo/__init__.py", classes=())}
+    package = {
+        SRT + "foo/__init__.py": foo[SRT + "foo.py"]._replace(
+            path=SRT + "foo/__init__.py", classes=()
+        )
+    }
     first = VersionIndex(foo)
     again = VersionIndex(foo)
     again.add_modules(package)

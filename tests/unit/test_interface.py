@@ -299,8 +299,9 @@ def test_a_class_with_only_the_alternative_member_is_ok() -> None:
 
         EntryClass = AltForCausalLM
         """
-    built = build({"speculative/eagle_worker.py": WORKER_WITH_ALTERNATIVE,
-                   "models/alt.py": alt_only})
+    built = build(
+        {"speculative/eagle_worker.py": WORKER_WITH_ALTERNATIVE, "models/alt.py": alt_only}
+    )
     check = built.compat.check_for("AltForCausalLM", "EAGLE3")
     assert check is not None and check.status == "ok"
     assert check.provisions[0].how == "alternative"
@@ -364,7 +365,7 @@ def test_the_cuda_graph_runner_asks_only_the_target_even_under_a_bare_eagle3_tes
 
 # A worker that uses members every model has, reads others only to word its errors, and
 # both probes and calls one member.
-_RUNNER_WITH_MESSAGES = '''
+_RUNNER_WITH_MESSAGES = """
 from sglang.srt.speculative.spec_info import SpeculativeAlgorithm
 
 
@@ -388,7 +389,7 @@ class ModelRunner:
 
     def forward(self, batch):
         return self.model.forward(batch)
-'''
+"""
 
 
 def test_members_every_model_has_are_never_requirements() -> None:
@@ -409,11 +410,13 @@ def test_what_an_error_message_or_a_log_line_reads_is_not_a_requirement() -> Non
 
 def test_a_member_both_probed_and_called_is_one_requirement_with_both_uses() -> None:
     itf = build({"model_executor/model_runner.py": _RUNNER_WITH_MESSAGES}).interface
-    found = [r for r in itf.for_algorithm("EAGLE3", "target")
-             if r.member == "set_eagle3_layers_to_capture"]
+    found = [
+        r
+        for r in itf.for_algorithm("EAGLE3", "target")
+        if r.member == "set_eagle3_layers_to_capture"
+    ]
     assert len(found) == 1
     (one,) = found
     assert one.kind == "call" and one.arities == ("1",)
     assert one.uses == ("call", "hasattr")
     assert sorted(s.guard for s in one.sites) == ["hasattr", "hasattr"]
-

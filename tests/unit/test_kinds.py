@@ -156,9 +156,7 @@ def test_the_nearest_class_that_builds_a_head_decides_over_a_generative_base() -
     embedder = entries()["GemmaEmbedder"]
     assert embedder.kind == "embedding"
     assert embedder.kind_evidence.startswith("constructs Pooler in GemmaEmbedder.__init__")
-    assert "nearer than the LogitsProcessor of its base QWenLMHeadModel" in (
-        embedder.kind_evidence
-    )
+    assert "nearer than the LogitsProcessor of its base QWenLMHeadModel" in (embedder.kind_evidence)
 
 
 def test_without_structural_markers_the_name_decides_and_the_evidence_says_so() -> None:

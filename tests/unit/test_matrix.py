@@ -9,22 +9,27 @@ from tracker.compare.matrix import build_matrix
 from tracker.compare.snapshot import Builder, Snapshot
 from tracker.sources.base import SourceIdentity
 
-MISTRAL = {"models/mistral.py": BASE["models/llama.py"].replace("LlamaForCausalLM",
-                                                                  "MistralForCausalLM")}
-WITHOUT_CAPTURE = {"models/llama.py": BASE["models/llama.py"].replace(
-    "    def set_eagle3_layers_to_capture(self, layer_ids=None):\n"
-    "        self.layers = layer_ids\n", "")}
+MISTRAL = {
+    "models/mistral.py": BASE["models/llama.py"].replace("LlamaForCausalLM", "MistralForCausalLM")
+}
+WITHOUT_CAPTURE = {
+    "models/llama.py": BASE["models/llama.py"].replace(
+        "    def set_eagle3_layers_to_capture(self, layer_ids=None):\n"
+        "        self.layers = layer_ids\n",
+        "",
+    )
+}
 
 
 def snapshot(version: str, overrides: dict[str, str | None] | None = None) -> Snapshot:
     built = build(overrides, version)
     identity = SourceIdentity("git", "/repo", version, "r")
-    return Snapshot(version, identity, "d", Builder("t", "q", "r"), built.interface,
-                    built.compat)
+    return Snapshot(version, identity, "d", Builder("t", "q", "r"), built.interface, built.compat)
 
 
-def events(snapshots: list[Snapshot], before: Snapshot | None = None,
-           starts_history: bool = True) -> set[tuple[str, str, str]]:
+def events(
+    snapshots: list[Snapshot], before: Snapshot | None = None, starts_history: bool = True
+) -> set[tuple[str, str, str]]:
     m = build_matrix(snapshots, "EAGLE3", ("target",), before, starts_history)
     return {(e.version, e.kind, e.model) for e in m.events}
 

@@ -89,7 +89,10 @@ def test_sites_carry_the_qualified_name_of_the_enclosing_function() -> None:
 def test_a_call_records_its_argument_shape() -> None:
     found = call(facts(EAGLE_WORKER), "set_embed_and_head")
     assert (found.positional, found.keywords, found.star_args, found.args) == (
-        1, (("head", "head"),), True, ("embed",),
+        1,
+        (("head", "head"),),
+        True,
+        ("embed",),
     )
 
 
@@ -285,11 +288,15 @@ def test_a_failed_single_name_renders_as_not_name() -> None:
 
 
 def test_cond_render_covers_every_operator() -> None:
-    cond = Cond("or", "", (
-        Cond("and", "", (ref("a"), Cond("not", "", (ref("b"),)))),
-        Cond("call", "f", (Cond("str", "k"), Cond("seq", "", (Cond("other", "1"),)))),
-        Cond("cmp", "==", (ref("x"), Cond("str", "EAGLE3"))),
-    ))
+    cond = Cond(
+        "or",
+        "",
+        (
+            Cond("and", "", (ref("a"), Cond("not", "", (ref("b"),)))),
+            Cond("call", "f", (Cond("str", "k"), Cond("seq", "", (Cond("other", "1"),)))),
+            Cond("cmp", "==", (ref("x"), Cond("str", "EAGLE3"))),
+        ),
+    )
     assert cond.render() == "(a and not b) or f('k', (1)) or x == 'EAGLE3'"
     assert Branch(cond, False).render() == f"not ({cond.render()})"
 
@@ -300,6 +307,7 @@ def test_a_chained_comparison_renders_as_written() -> None:
 
 
 # ---------------------------------------------------------------------------- asserted calls
+
 
 def test_hasattr_as_the_test_of_an_assert_is_asserted() -> None:
     module = facts('assert hasattr(self.draft_model_runner.model, "set_embed"), "need it"\n')
@@ -348,8 +356,16 @@ def test_only_the_outermost_call_of_an_assert_is_asserted() -> None:
         ("except AttributeError:\n    raise", False),
         ("except KeyError:\n    hot = None", False),
     ],
-    ids=["attribute_error", "as_name", "tuple", "exception", "bare", "reraises_sometimes",
-         "reraises", "key_error"],
+    ids=[
+        "attribute_error",
+        "as_name",
+        "tuple",
+        "exception",
+        "bare",
+        "reraises_sometimes",
+        "reraises",
+        "key_error",
+    ],
 )
 def test_a_call_in_try_is_tolerated_only_when_a_handler_swallows_attribute_error(
     handler: str, tolerated: bool
@@ -467,7 +483,10 @@ def test_a_constant_key_subscript_is_a_key_read() -> None:
     """)
     read = one(module.reads)
     assert (read.receiver, read.name, read.kind, read.line) == (
-        "eagle_config", "use_aux_hidden_state", "key", 2,
+        "eagle_config",
+        "use_aux_hidden_state",
+        "key",
+        2,
     )
     assert read.context == Context("load")
 
@@ -479,9 +498,7 @@ def test_a_read_inside_a_branch_carries_the_branch() -> None:
             return batch.spec_info.hidden_states
     """)
     read = one(module.reads, name="hidden_states")
-    assert read.context == Context(
-        "forward", (is_(Cond("call", "batch.forward_mode.is_extend")),)
-    )
+    assert read.context == Context("forward", (is_(Cond("call", "batch.forward_mode.is_extend")),))
 
 
 def test_reads_and_calls_in_an_error_message_are_marked_as_in_a_message() -> None:
@@ -537,7 +554,9 @@ def test_a_function_local_import_gets_the_function_scope() -> None:
     """)
     found = one(module.imports)
     assert (found.name, found.scope, found.line) == (
-        "EAGLEDraftCudaGraphRunner", "EAGLEWorker.init_cuda_graphs", 4,
+        "EAGLEDraftCudaGraphRunner",
+        "EAGLEWorker.init_cuda_graphs",
+        4,
     )
 
 
@@ -552,7 +571,9 @@ def test_imports_under_type_checking_are_marked_and_the_else_branch_is_not() -> 
         import json
     """)
     assert [(i.name or i.module, i.type_checking) for i in module.imports] == [
-        ("TYPE_CHECKING", False), ("ServerArgs", True), ("json", False),
+        ("TYPE_CHECKING", False),
+        ("ServerArgs", True),
+        ("json", False),
     ]
 
 
@@ -586,8 +607,7 @@ def test_parameters_after_a_bare_star_are_keyword_only() -> None:
     assert one(module.functions).params == (
         Param("self", "positional"),
         Param("batch", "positional"),
-        Param("skip_sample", "keyword_only", has_default=True, annotation="bool",
-              default="False"),
+        Param("skip_sample", "keyword_only", has_default=True, annotation="bool", default="False"),
     )
 
 
@@ -667,8 +687,9 @@ def test_extracting_the_same_source_twice_gives_equal_facts() -> None:
     assert facts(EAGLE_WORKER) == facts(EAGLE_WORKER)
 
 
-def test_a_model_file_read_for_definitions_keeps_the_statements_the_capture_contract_follows(
-) -> None:
+def test_a_model_file_read_for_definitions_keeps_the_statements_the_capture_contract_follows() -> (
+    None
+):
     source = dedent(
         """\
         class Wrapper(nn.Module):
@@ -690,11 +711,16 @@ def test_a_model_file_read_for_definitions_keeps_the_statements_the_capture_cont
     assert rows == [
         ("call", "self.logits_processor", 11, forward, "", ("x", "h", "aux")),
         ("call", "self.model", 8, forward, "", ("x",)),
-        ("call", "setattr", 5, setter, "",
-         ("self.model.layers[i]", '"_is_layer_to_capture"', "True")),
+        (
+            "call",
+            "setattr",
+            5,
+            setter,
+            "",
+            ("self.model.layers[i]", '"_is_layer_to_capture"', "True"),
+        ),
         ("loop", "i", 4, setter, "ids", ()),
         ("read", "self.capture_aux_hidden_states", 9, forward, "", ()),
         ("unpack", "h,aux", 10, forward, "h", ()),
         ("write", "self.model.layers_to_capture", 3, setter, "ids", ()),
     ]
-

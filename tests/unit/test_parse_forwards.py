@@ -58,23 +58,27 @@ def test_guards_on_several_names_and_on_prefixes_exempt_each() -> None:
     assert fwd.exempt == ("a", "b", "_*", "c") and fwd.targets == ("self.inner",)
 
 
-@pytest.mark.parametrize("body", [
-    """
+@pytest.mark.parametrize(
+    "body",
+    [
+        """
         try:
             return super().__getattr__(name)
         except AttributeError:
             return getattr(self.inner, name)
     """,
-    """
+        """
         try:
             return getattr(self.inner, name)
         except AttributeError:
             return super().__getattr__(name)
     """,
-])
+    ],
+)
 def test_a_try_except_around_super_getattr_in_either_order_is_a_forward(body: str) -> None:
     source = "class Wrapper(nn.Module):\n    def __getattr__(self, name):" + dedent(body).replace(
-        "\n", "\n        ")
+        "\n", "\n        "
+    )
     fwd = forward(source)
     assert fwd.targets == ("self.inner",) and fwd.tries_super and fwd.problem == ""
 
@@ -143,20 +147,26 @@ def test_a_module_without_a_forward_read_for_definitions_keeps_no_locals() -> No
 
 
 def test_a_full_read_has_forwards_too_and_no_duplicate_assignments() -> None:
-    module = facts("""
+    module = facts(
+        """
         class Wrapper:
             def __init__(self):
                 self.inner = Inner()
 
             def __getattr__(self, name):
                 return getattr(self.inner, name)
-        """, full=True)
+        """,
+        full=True,
+    )
     assert [f.targets for f in module.forwards] == [("self.inner",)]
     assert [a.target for a in module.assigns] == ["self.inner"]
 
 
 def test_a_module_level_getattr_is_not_a_class_forward() -> None:
-    assert facts("""
+    assert (
+        facts("""
         def __getattr__(name):
             return getattr(_impl, name)
-        """).forwards == ()
+        """).forwards
+        == ()
+    )

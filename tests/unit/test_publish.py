@@ -28,15 +28,15 @@ class Sleeps(list[float]):
 
 def client_for(server: Server, sleeps: Sleeps | None = None, **kwargs: object) -> GitHubClient:
     url, _ = server
-    return GitHubClient(REPO, TOKEN, url, sleep=sleeps if sleeps is not None else Sleeps(),
-                        **kwargs)  # type: ignore[arg-type]
+    return GitHubClient(
+        REPO, TOKEN, url, sleep=sleeps if sleeps is not None else Sleeps(), **kwargs
+    )  # type: ignore[arg-type]
 
 
 def issue(subject: str, version: str = "v0.5.9") -> IssueDoc:
     report = IssueFacts("model_wrapper_broke", "EAGLE3", "target", subject, version, "v0.5.8")
     body = f"{fingerprint_marker(report.fingerprint)}\n{subject} broke\n"
-    return IssueDoc(report, f"[EAGLE3] {subject} broke", ("sglang-tracker", "model-wrapper"),
-                    body)
+    return IssueDoc(report, f"[EAGLE3] {subject} broke", ("sglang-tracker", "model-wrapper"), body)
 
 
 def tracked(state: State, doc: IssueDoc, status: str = "open") -> None:
@@ -44,8 +44,9 @@ def tracked(state: State, doc: IssueDoc, status: str = "open") -> None:
 
 
 def creations(state: State) -> int:
-    return sum(1 for method, path in state.requests
-               if method == "POST" and path.endswith("/issues"))
+    return sum(
+        1 for method, path in state.requests if method == "POST" and path.endswith("/issues")
+    )
 
 
 # ----------------------------------------------------------------------- listing
@@ -67,8 +68,7 @@ def test_tracked_issues_are_collected_from_every_page_open_and_closed(server: Se
     assert all("state=all" in p and "labels=sglang-tracker" in p for p in pages)
 
 
-def test_a_next_link_to_another_host_is_refused_so_the_token_stays_home(server: Server
-                                                                         ) -> None:
+def test_a_next_link_to_another_host_is_refused_so_the_token_stays_home(server: Server) -> None:
     _, state = server
     state.canned.append(Canned(200, {"Link": '<http://elsewhere.invalid/x>; rel="next"'}, []))
     with client_for(server) as client, pytest.raises(TrackerError, match=r"elsewhere\.invalid"):
@@ -104,7 +104,8 @@ def test_a_create_whose_answer_was_lost_is_found_instead_of_filed_twice(server: 
 
 
 def test_labels_dropped_by_github_stop_publishing_before_duplicates_can_happen(
-        server: Server) -> None:
+    server: Server,
+) -> None:
     _, state = server
     state.drop_labels = True
     with client_for(server) as client, pytest.raises(TrackerError, match="without the"):
@@ -129,8 +130,10 @@ def test_persistent_server_errors_give_up_after_the_attempt_limit(server: Server
     _, state = server
     state.canned.extend(Canned(500) for _ in range(10))
     sleeps = Sleeps()
-    with client_for(server, sleeps, max_attempts=4) as client, \
-            pytest.raises(TrackerError, match=r"kept failing.*after 4 attempts"):
+    with (
+        client_for(server, sleeps, max_attempts=4) as client,
+        pytest.raises(TrackerError, match=r"kept failing.*after 4 attempts"),
+    ):
         client.tracked_issues()
     assert len(state.requests) == 4
     assert len(sleeps) == 3
@@ -147,9 +150,13 @@ def test_a_429_waits_as_long_as_retry_after_says(server: Server) -> None:
 
 def test_an_exhausted_rate_limit_waits_until_its_reset_time(server: Server) -> None:
     _, state = server
-    state.canned.append(Canned(403, {"X-RateLimit-Remaining": "0",
-                                     "X-RateLimit-Reset": "1000012"},
-                               {"message": "API rate limit exceeded"}))
+    state.canned.append(
+        Canned(
+            403,
+            {"X-RateLimit-Remaining": "0", "X-RateLimit-Reset": "1000012"},
+            {"message": "API rate limit exceeded"},
+        )
+    )
     sleeps = Sleeps()
     with client_for(server, sleeps, clock=lambda: 1_000_000.0) as client:
         client.tracked_issues()
@@ -158,11 +165,12 @@ def test_an_exhausted_rate_limit_waits_until_its_reset_time(server: Server) -> N
 
 def test_a_rate_limit_resetting_too_late_stops_with_a_clear_error(server: Server) -> None:
     _, state = server
-    state.canned.append(Canned(403, {"X-RateLimit-Remaining": "0",
-                                     "X-RateLimit-Reset": "1003600"}))
+    state.canned.append(Canned(403, {"X-RateLimit-Remaining": "0", "X-RateLimit-Reset": "1003600"}))
     sleeps = Sleeps()
-    with client_for(server, sleeps, clock=lambda: 1_000_000.0) as client, \
-            pytest.raises(TrackerError, match="rate limit is used up for 3600 s"):
+    with (
+        client_for(server, sleeps, clock=lambda: 1_000_000.0) as client,
+        pytest.raises(TrackerError, match="rate limit is used up for 3600 s"),
+    ):
         client.tracked_issues()
     assert sleeps == []
 
@@ -242,9 +250,11 @@ def test_a_read_only_client_reads_but_refuses_every_write_before_sending_it(
     tracked(state, issue("A"))
     with client_for(server, read_only=True) as client:
         assert [i.title for i in client.tracked_issues()] == ["[EAGLE3] A broke"]
-        for write in (lambda: client.create_issue("t", "b", ["sglang-tracker"]),
-                      lambda: client.comment(1, "body"),
-                      lambda: client.close_issue(1)):
+        for write in (
+            lambda: client.create_issue("t", "b", ["sglang-tracker"]),
+            lambda: client.comment(1, "body"),
+            lambda: client.close_issue(1),
+        ):
             with pytest.raises(TrackerError, match=r"^dry run: refusing to send (POST|PATCH) "):
                 write()
     assert {method for method, _ in state.requests} == {"GET"}
@@ -257,5 +267,6 @@ def test_a_read_only_client_can_be_made_without_a_token() -> None:
         client = GitHubClient(REPO, None, url, read_only=True, max_attempts=1)
         with client, pytest.raises(TrackerError, match="rejected the token"):
             client.tracked_issues()  # the fake server wants a token for everything
-    assert state.requests == [("GET", f"/repos/{REPO}/issues?state=all&labels=sglang-tracker"
-                                      "&per_page=100")]
+    assert state.requests == [
+        ("GET", f"/repos/{REPO}/issues?state=all&labels=sglang-tracker&per_page=100")
+    ]

@@ -75,7 +75,6 @@ def test_a_member_read_and_called_is_one_line_showing_both_uses() -> None:
     assert READ_AND_CALLED["speculative/eagle_worker.py"] != WORKER
     built = build(READ_AND_CALLED)
     doc = interface_document(built.interface, "t", ("EAGLE3",), "draft")
-    lines = [line for line in render("interface", "text", doc).splitlines()
-             if "set_embed" in line]
+    lines = [line for line in render("interface", "text", doc).splitlines() if "set_embed" in line]
     assert len(lines) == 1
     assert "set_embed(1) (also read as an attribute)" in lines[0]

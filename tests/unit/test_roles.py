@@ -29,22 +29,38 @@ def test_the_shipped_rules_hold_both_structural_markers_and_the_draft_model_rule
 @pytest.mark.parametrize(
     ("extra", "message"),
     [
-        ('[[kind_marker]]\nkind = "generative"\nconstruct = ["X"]\n',
-         "roles.toml: [[kind_marker]] #{markers}: unknown key 'construct'"),
-        ('[[kind_marker]]\nkind = "head"\nconstructs = ["X"]\n',
-         "roles.toml: [[kind_marker]] #{markers}: kind 'head' is not one of generative, pooling"),
-        ('[[kind_marker]]\nkind = "pooling"\nconstructs = []\n',
-         "roles.toml: [[kind_marker]] #{markers}: constructs must list class names"),
-        ('[[kind_marker]]\nkind = "pooling"\nconstructs = ["layers.Pooler"]\n',
-         "roles.toml: [[kind_marker]] #{markers}: constructs must list class names"),
-        ('[[kind_marker]]\nkind = "pooling"\nconstructs = "Pooler"\n',
-         "roles.toml: [[kind_marker]] #{markers}: constructs must be a list of strings"),
-        ('[[model_kind]]\nkind = "embeding"\npattern = "X$"\n',
-         "roles.toml: [[model_kind]] #{kinds}: kind 'embeding' is not one of"),
-        ('[[model_kind]]\nkind = "embedding"\npattern = "(X"\n',
-         "roles.toml: [[model_kind]] #{kinds}: bad pattern '(X'"),
-        ('[[model_kind]]\nkind = "reward"\npattern = "X"\nalgorithms = ["EAGLE"]\n',
-         "roles.toml: [[model_kind]] #{kinds}: only a draft rule names algorithms"),
+        (
+            '[[kind_marker]]\nkind = "generative"\nconstruct = ["X"]\n',
+            "roles.toml: [[kind_marker]] #{markers}: unknown key 'construct'",
+        ),
+        (
+            '[[kind_marker]]\nkind = "head"\nconstructs = ["X"]\n',
+            "roles.toml: [[kind_marker]] #{markers}: kind 'head' is not one of generative, pooling",
+        ),
+        (
+            '[[kind_marker]]\nkind = "pooling"\nconstructs = []\n',
+            "roles.toml: [[kind_marker]] #{markers}: constructs must list class names",
+        ),
+        (
+            '[[kind_marker]]\nkind = "pooling"\nconstructs = ["layers.Pooler"]\n',
+            "roles.toml: [[kind_marker]] #{markers}: constructs must list class names",
+        ),
+        (
+            '[[kind_marker]]\nkind = "pooling"\nconstructs = "Pooler"\n',
+            "roles.toml: [[kind_marker]] #{markers}: constructs must be a list of strings",
+        ),
+        (
+            '[[model_kind]]\nkind = "embeding"\npattern = "X$"\n',
+            "roles.toml: [[model_kind]] #{kinds}: kind 'embeding' is not one of",
+        ),
+        (
+            '[[model_kind]]\nkind = "embedding"\npattern = "(X"\n',
+            "roles.toml: [[model_kind]] #{kinds}: bad pattern '(X'",
+        ),
+        (
+            '[[model_kind]]\nkind = "reward"\npattern = "X"\nalgorithms = ["EAGLE"]\n',
+            "roles.toml: [[model_kind]] #{kinds}: only a draft rule names algorithms",
+        ),
         ('[[model_kind]]\npattern = "X"\n', "roles.toml: [[model_kind]] #{kinds}: kind is missing"),
     ],
 )
@@ -86,33 +102,59 @@ def test_the_shipped_draft_name_rules_pick_the_draft_classes_and_their_algorithm
 @pytest.mark.parametrize(
     ("extra", "message"),
     [
-        ('[[receiver]]\npattern = "self.x.model"\nrole = "targt"\n',
-         "roles.toml: [[receiver]] #{receivers} (self.x.model): role 'targt' is not one of "
-         "target, draft, runner"),
-        ('[[receiver]]\npattern = "self.x.model"\nrole = "draft"\nscope = "runners"\n',
-         "roles.toml: [[receiver]] #{receivers} (self.x.model): scope 'runners' is not one of"),
-        ('[[receiver]]\npattern = "self.x.model"\nrole = "draft"\nmodule = ["a.*"]\n',
-         "roles.toml: [[receiver]] #{receivers}: unknown key 'module'"),
-        ('[[receiver]]\npattern = "self.x.model"\nrole = "draft"\nmodules = "a.*"\n',
-         "roles.toml: [[receiver]] #{receivers}: modules must be a list of strings"),
-        ('[[receiver]]\npattern = "self.x.model"\nrole = "draft"\nmodules = []\n',
-         "roles.toml: [[receiver]] #{receivers} (self.x.model): modules must list module globs"),
-        ('[[receiver]]\npattern = "self.x.model"\nrole = "draft"\nclasses = ["a.B"]\n',
-         "roles.toml: [[receiver]] #{receivers} (self.x.model): classes must list class names"),
-        ('[[receiver]]\npattern = "self.x .model"\nrole = "draft"\n',
-         "roles.toml: [[receiver]] #{receivers}: bad receiver pattern 'self.x .model'"),
-        ('[[receiver]]\nrole = "draft"\n',
-         "roles.toml: [[receiver]] #{receivers}: pattern is missing"),
-        ('[[role_flag]]\nname = "is_draft"\ntarget = "no"\n',
-         "roles.toml: [[role_flag]] #{flags}: target must be a bool"),
-        ('[[role_flag]]\nname = "is_draft"\nrunner = true\n',
-         "roles.toml: [[role_flag]] #{flags}: unknown key 'runner'"),
-        ('[[role_flag]]\nname = "is_draft"\n',
-         "roles.toml: [[role_flag]] #{flags}: gives no value for target or draft"),
-        ('[[role_flag]]\nname = "is_draft_worker"\ndraft = true\n',
-         "roles.toml: [[role_flag]] #{flags}: is_draft_worker is already declared"),
-        ('[[receivers]]\npattern = "self.x.model"\nrole = "draft"\n',
-         "roles.toml: unknown section 'receivers'"),
+        (
+            '[[receiver]]\npattern = "self.x.model"\nrole = "targt"\n',
+            "roles.toml: [[receiver]] #{receivers} (self.x.model): role 'targt' is not one of "
+            "target, draft, runner",
+        ),
+        (
+            '[[receiver]]\npattern = "self.x.model"\nrole = "draft"\nscope = "runners"\n',
+            "roles.toml: [[receiver]] #{receivers} (self.x.model): scope 'runners' is not one of",
+        ),
+        (
+            '[[receiver]]\npattern = "self.x.model"\nrole = "draft"\nmodule = ["a.*"]\n',
+            "roles.toml: [[receiver]] #{receivers}: unknown key 'module'",
+        ),
+        (
+            '[[receiver]]\npattern = "self.x.model"\nrole = "draft"\nmodules = "a.*"\n',
+            "roles.toml: [[receiver]] #{receivers}: modules must be a list of strings",
+        ),
+        (
+            '[[receiver]]\npattern = "self.x.model"\nrole = "draft"\nmodules = []\n',
+            "roles.toml: [[receiver]] #{receivers} (self.x.model): modules must list module globs",
+        ),
+        (
+            '[[receiver]]\npattern = "self.x.model"\nrole = "draft"\nclasses = ["a.B"]\n',
+            "roles.toml: [[receiver]] #{receivers} (self.x.model): classes must list class names",
+        ),
+        (
+            '[[receiver]]\npattern = "self.x .model"\nrole = "draft"\n',
+            "roles.toml: [[receiver]] #{receivers}: bad receiver pattern 'self.x .model'",
+        ),
+        (
+            '[[receiver]]\nrole = "draft"\n',
+            "roles.toml: [[receiver]] #{receivers}: pattern is missing",
+        ),
+        (
+            '[[role_flag]]\nname = "is_draft"\ntarget = "no"\n',
+            "roles.toml: [[role_flag]] #{flags}: target must be a bool",
+        ),
+        (
+            '[[role_flag]]\nname = "is_draft"\nrunner = true\n',
+            "roles.toml: [[role_flag]] #{flags}: unknown key 'runner'",
+        ),
+        (
+            '[[role_flag]]\nname = "is_draft"\n',
+            "roles.toml: [[role_flag]] #{flags}: gives no value for target or draft",
+        ),
+        (
+            '[[role_flag]]\nname = "is_draft_worker"\ndraft = true\n',
+            "roles.toml: [[role_flag]] #{flags}: is_draft_worker is already declared",
+        ),
+        (
+            '[[receivers]]\npattern = "self.x.model"\nrole = "draft"\n',
+            "roles.toml: unknown section 'receivers'",
+        ),
     ],
 )
 def test_a_malformed_receiver_or_flag_rule_is_an_error_naming_the_entry(
@@ -130,24 +172,47 @@ def test_a_malformed_receiver_or_flag_rule_is_an_error_naming_the_entry(
 @pytest.mark.parametrize(
     ("old", "new", "message"),
     [
-        ('receivers = ["logits_output", "*.logits_output"]', 'receivers = "logits_output"',
-         "roles.toml: [output]: receivers must be a list of strings"),
-        ('receivers = ["eagle_config", "*.eagle_config"]', "receivers = []",
-         "roles.toml: [config]: receivers must list at least one pattern"),
-        ('receivers = ["eagle_config", "*.eagle_config"]', 'receivers = ["eagle config"]',
-         "roles.toml: [config]: bad receiver pattern 'eagle config'"),
+        (
+            'receivers = ["logits_output", "*.logits_output"]',
+            'receivers = "logits_output"',
+            "roles.toml: [output]: receivers must be a list of strings",
+        ),
+        (
+            'receivers = ["eagle_config", "*.eagle_config"]',
+            "receivers = []",
+            "roles.toml: [config]: receivers must list at least one pattern",
+        ),
+        (
+            'receivers = ["eagle_config", "*.eagle_config"]',
+            'receivers = ["eagle config"]',
+            "roles.toml: [config]: bad receiver pattern 'eagle config'",
+        ),
         ("[config]\n", "[[config]]\n", "roles.toml: config must be one [config] table"),
-        ('enum = "SpeculativeAlgorithm"', 'enums = "SpeculativeAlgorithm"',
-         "roles.toml: [algorithms]: unknown key 'enums'"),
-        ('flag_method = "_has_flag"', 'flag_method = "self._has_flag"',
-         "roles.toml: [algorithms]: flag_method 'self._has_flag' is not a name"),
-        ('worker_packages = ["sglang.srt.speculative"]', "worker_packages = []",
-         "roles.toml: [algorithms]: worker_packages must list packages"),
-        ('registry_calls = ["register_speculative_algorithm", "register"]',
-         'registry_calls = ["register(", "register"]',
-         "roles.toml: [algorithms]: registry_calls must list names (got ['register('])"),
-        ('refusal_calls = "(Error|Exception)$"', 'refusal_calls = "(Error|Exception$"',
-         "roles.toml: [draft_models]: bad pattern '(Error|Exception$'"),
+        (
+            'enum = "SpeculativeAlgorithm"',
+            'enums = "SpeculativeAlgorithm"',
+            "roles.toml: [algorithms]: unknown key 'enums'",
+        ),
+        (
+            'flag_method = "_has_flag"',
+            'flag_method = "self._has_flag"',
+            "roles.toml: [algorithms]: flag_method 'self._has_flag' is not a name",
+        ),
+        (
+            'worker_packages = ["sglang.srt.speculative"]',
+            "worker_packages = []",
+            "roles.toml: [algorithms]: worker_packages must list packages",
+        ),
+        (
+            'registry_calls = ["register_speculative_algorithm", "register"]',
+            'registry_calls = ["register(", "register"]',
+            "roles.toml: [algorithms]: registry_calls must list names (got ['register('])",
+        ),
+        (
+            'refusal_calls = "(Error|Exception)$"',
+            'refusal_calls = "(Error|Exception$"',
+            "roles.toml: [draft_models]: bad pattern '(Error|Exception$'",
+        ),
     ],
 )
 def test_a_malformed_section_is_an_error_naming_it(old: str, new: str, message: str) -> None:

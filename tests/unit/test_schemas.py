@@ -245,10 +245,20 @@ def test_a_snapshot_under_the_previous_schema_id_is_not_read_so_it_is_rebuilt(
     tmp_path: Path,
 ) -> None:
     site = Site("python/sglang/srt/speculative/eagle_worker.py", 10, "EAGLEWorker.__init__")
-    itf = Interface("v1", ("EAGLE3",), {"EAGLE3": ("EAGLEWorker",)}, [
-        Requirement("EAGLE3", "target", "get_embed_and_head", "call", "required", (site,))])
-    snap = Snapshot("v1", SourceIdentity("dir", "/tree", "v1", ""), "0" * 64,
-                    Builder("0.1.0", "queries", "rules"), itf, Compat("v1"))
+    itf = Interface(
+        "v1",
+        ("EAGLE3",),
+        {"EAGLE3": ("EAGLEWorker",)},
+        [Requirement("EAGLE3", "target", "get_embed_and_head", "call", "required", (site,))],
+    )
+    snap = Snapshot(
+        "v1",
+        SourceIdentity("dir", "/tree", "v1", ""),
+        "0" * 64,
+        Builder("0.1.0", "queries", "rules"),
+        itf,
+        Compat("v1"),
+    )
     text = to_json(snap)
     assert errors(json.loads(text)) == []
     previous = SNAPSHOT.replace("@2", "@1")

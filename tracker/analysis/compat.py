@@ -26,10 +26,27 @@ from tracker.analysis.vocabulary import PROVIDED, CheckStatus, ProvisionKind
 # What every Python object has, from `object` itself.
 OBJECT_MEMBERS = frozenset(
     {
-        "__class__", "__delattr__", "__dict__", "__dir__", "__doc__", "__eq__", "__format__",
-        "__getattribute__", "__hash__", "__init__", "__init_subclass__", "__module__",
-        "__ne__", "__new__", "__reduce__", "__reduce_ex__", "__repr__", "__setattr__",
-        "__sizeof__", "__str__", "__subclasshook__",
+        "__class__",
+        "__delattr__",
+        "__dict__",
+        "__dir__",
+        "__doc__",
+        "__eq__",
+        "__format__",
+        "__getattribute__",
+        "__hash__",
+        "__init__",
+        "__init_subclass__",
+        "__module__",
+        "__ne__",
+        "__new__",
+        "__reduce__",
+        "__reduce_ex__",
+        "__repr__",
+        "__setattr__",
+        "__sizeof__",
+        "__str__",
+        "__subclasshook__",
     }
 )
 # The base every model has: naming it on every missing member would say nothing.
@@ -101,13 +118,13 @@ class Compat:
     entries: list[EntryClass] = field(default_factory=list)
     checks: list[ModelCheck] = field(default_factory=list)
 
-    def check_for(
-        self, model: str, algorithm: str, role: str | None = None
-    ) -> ModelCheck | None:
+    def check_for(self, model: str, algorithm: str, role: str | None = None) -> ModelCheck | None:
         """The model's check for the algorithm: in `role`, else in its kind's own role."""
         for c in self.checks:
-            if c.model == model and c.algorithm == algorithm and (
-                c.role == role if role is not None else c.role == natural_role(c.kind)
+            if (
+                c.model == model
+                and c.algorithm == algorithm
+                and (c.role == role if role is not None else c.role == natural_role(c.kind))
             ):
                 return c
         return None
@@ -196,8 +213,11 @@ def _external_provision(
         if member in found.members:
             return Provision(member, "external", found.label), consulted, unresolved
         consulted.append(found.label)
-        unresolved += [f"base {b} of {name} outside the inventory"
-                       for b in found.outside if b not in EMPTY_BASES]
+        unresolved += [
+            f"base {b} of {name} outside the inventory"
+            for b in found.outside
+            if b not in EMPTY_BASES
+        ]
     return None, consulted, unresolved
 
 
@@ -235,8 +255,9 @@ def _forward_target(
     cands = index.attr_candidates(cls, attr)
     if not cands:
         why = f" ({', '.join(cands.unresolved)})" if cands.unresolved else ""
-        return Provision(member, "unknown",
-                         f"{name} forwards to {target}, whose class could not be found{why}")
+        return Provision(
+            member, "unknown", f"{name} forwards to {target}, whose class could not be found{why}"
+        )
     verdicts: dict[str, Provision] = {}
     for k in cands.classes:
         verdicts[index.classes[k].name] = provision(index, k, member, depth + 1)
@@ -244,9 +265,12 @@ def _forward_target(
     for dotted in cands.external:
         found = ext.lookup(dotted)
         verdicts[dotted] = (
-            Provision(member, "unknown", f"{dotted} outside the inventory") if found is None
-            else Provision(member, "external" if member in found.members else "missing",
-                           found.label))
+            Provision(member, "unknown", f"{dotted} outside the inventory")
+            if found is None
+            else Provision(
+                member, "external" if member in found.members else "missing", found.label
+            )
+        )
     lacking = sorted(n for n, p in verdicts.items() if p.how == "missing")
     unsure = sorted(n for n, p in verdicts.items() if p.how == "unknown")
     having = sorted(n for n, p in verdicts.items() if p.how in PROVIDED)
@@ -273,8 +297,9 @@ def provision_or_alternative(
     for alt in alternatives:
         other = provision(index, cls, alt)
         if other.how in PROVIDED:
-            return Provision(member, "alternative", f"{alt} ({other.how} in {other.where})",
-                             other.line)
+            return Provision(
+                member, "alternative", f"{alt} ({other.how} in {other.where})", other.line
+            )
     return found
 
 
@@ -355,14 +380,21 @@ def check_entry(
     members = needs.required.get((algorithm, role), ())
     if not entry.key:
         return ModelCheck(
-            entry.name, entry.path, entry.kind, algorithm, role, "unknown",
+            entry.name,
+            entry.path,
+            entry.kind,
+            algorithm,
+            role,
+            "unknown",
             unknown=members,
             provisions=tuple(Provision(m, "unknown", "class not resolved") for m in members),
-            kind_evidence=entry.kind_evidence, role_evidence=role_evidence,
+            kind_evidence=entry.kind_evidence,
+            role_evidence=role_evidence,
         )
     provs = tuple(
-        provision_or_alternative(index, entry.key, m,
-                                 needs.alternatives.get((algorithm, role, m), ()))
+        provision_or_alternative(
+            index, entry.key, m, needs.alternatives.get((algorithm, role, m), ())
+        )
         for m in members
     )
     missing = tuple(p.member for p in provs if p.how == ProvisionKind.MISSING)
@@ -380,9 +412,20 @@ def check_entry(
         contract, contract_unknown = result.findings, result.unknown
         status = CheckStatus.BROKEN if contract else status
     return ModelCheck(
-        entry.name, entry.path, entry.kind, algorithm, role, status, missing, unknown,
-        provs, tuple(delegs), contract=contract, contract_unknown=contract_unknown,
-        kind_evidence=entry.kind_evidence, role_evidence=role_evidence,
+        entry.name,
+        entry.path,
+        entry.kind,
+        algorithm,
+        role,
+        status,
+        missing,
+        unknown,
+        provs,
+        tuple(delegs),
+        contract=contract,
+        contract_unknown=contract_unknown,
+        kind_evidence=entry.kind_evidence,
+        role_evidence=role_evidence,
     )
 
 

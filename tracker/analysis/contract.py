@@ -44,27 +44,31 @@ class ContractRule(Enum):
     what the fix has to do (`tracker fix` writes no patch for a contract break)."""
 
     CAPTURE_STATE_MISMATCH = (
-        "capture_state_mismatch", "aux hidden states never captured",
+        "capture_state_mismatch",
+        "aux hidden states never captured",
         "the decoder collects no aux hidden states: a forward that unpacks them from its "
         f"bare return fails with {UNPACK_ERROR}; otherwise the draft gets none",
         "make set_eagle3_layers_to_capture set the state the decoder reads, on the object "
         "it reads it from (or call the inner model's own setter)",
     )
     AUX_NEVER_RETURNED = (
-        "aux_never_returned", "aux hidden states never returned",
+        "aux_never_returned",
+        "aux hidden states never returned",
         "the inner forward returns a bare tensor where a (hidden_states, aux_hidden_states) "
         f"pair is unpacked: {UNPACK_ERROR}",
         "make the decoder on the forward path append the captured layers' outputs and "
         "return (hidden_states, aux_hidden_states) when capture is on",
     )
     CAPTURE_ATTRIBUTE_MISSING = (
-        "capture_attribute_missing", "capture attribute never created",
+        "capture_attribute_missing",
+        "capture attribute never created",
         "AttributeError on the first forward: the attribute is read before anything sets it",
         "create the attribute in the __init__ that actually runs (call the parent's "
         "__init__), or set it in set_eagle3_layers_to_capture",
     )
     AUX_NOT_TO_LOGITS = (
-        "aux_not_to_logits", "aux hidden states never reach the logits",
+        "aux_not_to_logits",
+        "aux hidden states never reach the logits",
         "no error where it happens: the forward output carries no aux hidden states, so "
         "the EAGLE3 draft does not get the captured layers",
         "pass the unpacked aux hidden states on to self.logits_processor",
@@ -281,12 +285,16 @@ class _Contract:
                     obj_or_none = _object(e.args[0], aliases)
                     attr = e.args[1].strip("'\"")
                     if obj_or_none is not None and _WORD.fullmatch(attr):
-                        site = ContractSite(self.path(f), e.line,
-                                            f"{name} sets {e.args[0]}.{attr}")
+                        site = ContractSite(self.path(f), e.line, f"{name} sets {e.args[0]}.{attr}")
                         out.setdefault((_join(prefix, obj_or_none), attr), site)
                 elif e.kind == "call" and e.text.endswith("." + SETTER) and depth < _MAX_DEPTH:
-                    out.update({k: v for k, v in self._delegated(cls, f, e, prefix, depth).items()
-                                if k not in out})
+                    out.update(
+                        {
+                            k: v
+                            for k, v in self._delegated(cls, f, e, prefix, depth).items()
+                            if k not in out
+                        }
+                    )
         return out
 
     def _delegated(self, cls: str, fn: str, call: Effect, prefix: str, depth: int) -> Written:
@@ -295,11 +303,12 @@ class _Contract:
             owner = self.fdef(fn).owner or ""
             mro = self.index.mro(cls)[0]
             here = key(split_key(fn)[0], owner)
-            rest = mro[mro.index(here) + 1:] if here in mro else []
+            rest = mro[mro.index(here) + 1 :] if here in mro else []
             for c in rest:
                 if SETTER in self.index.classes[c].methods:
-                    parent = key(self.index.classes[c].module,
-                                 self.index.classes[c].methods[SETTER].qualname)
+                    parent = key(
+                        self.index.classes[c].module, self.index.classes[c].methods[SETTER].qualname
+                    )
                     return self.setter_writes(cls, parent, prefix, depth + 1)
             return {}
         obj = _object(receiver, {})
@@ -309,8 +318,9 @@ class _Contract:
         out: Written = {}
         inner = self.classes_at(cls, obj)
         if not inner:
-            self.unknown.append(f"{self.label(fn)} calls {call.text}: the class of "
-                                f"{receiver} is not known")
+            self.unknown.append(
+                f"{self.label(fn)} calls {call.text}: the class of {receiver} is not known"
+            )
         for c in sorted(inner):
             setter = self.index.find_method(c, SETTER)
             if setter is not None:
@@ -352,12 +362,16 @@ class _Contract:
 
     def _super_forward(self, cls: str, fn: str) -> str | None:
         """`return super().forward(...)`: the parent's forward runs on the same object."""
-        if not any(r.value.op == "call" and r.value.text.startswith("super(")
-                   and r.value.text.endswith(".forward") for r in self.returns(fn)):
+        if not any(
+            r.value.op == "call"
+            and r.value.text.startswith("super(")
+            and r.value.text.endswith(".forward")
+            for r in self.returns(fn)
+        ):
             return None
         mro = self.index.mro(cls)[0]
         here = key(split_key(fn)[0], self.fdef(fn).owner or "")
-        for c in mro[mro.index(here) + 1:] if here in mro else []:
+        for c in mro[mro.index(here) + 1 :] if here in mro else []:
             if "forward" in self.index.classes[c].methods:
                 info = self.index.classes[c]
                 return key(info.module, info.methods["forward"].qualname)
@@ -382,8 +396,9 @@ class _Contract:
             info = self.index.classes[init]
             fn = key(info.module, info.methods["__init__"].qualname)
             fns = self.helpers(cls, fn)
-            if any(e.kind == "write" and e.text == f"self.{attr}"
-                   for f in fns for e in self.effects(f)):
+            if any(
+                e.kind == "write" and e.text == f"self.{attr}" for f in fns for e in self.effects(f)
+            ):
                 return True
             init = self._next_init(cls, init, fns)
         if init is None and any(r.external not in _TORCH for r in external):
@@ -399,13 +414,20 @@ class _Contract:
                     continue
                 base = e.text[: -len(".__init__")]
                 if base.startswith("super("):
-                    rest = mro[mro.index(current) + 1:] if current in mro else []
-                    return next((c for c in rest
-                                 if "__init__" in self.index.classes[c].methods), None)
+                    rest = mro[mro.index(current) + 1 :] if current in mro else []
+                    return next(
+                        (c for c in rest if "__init__" in self.index.classes[c].methods), None
+                    )
                 res = self.index.resolve_class(info.module, base, info.facts.qualname)
                 if res.symbol is not None:
-                    return next((c for c in self.index.mro(res.symbol)[0]
-                                 if "__init__" in self.index.classes[c].methods), None)
+                    return next(
+                        (
+                            c
+                            for c in self.index.mro(res.symbol)[0]
+                            if "__init__" in self.index.classes[c].methods
+                        ),
+                        None,
+                    )
         return None
 
 
@@ -476,9 +498,12 @@ def check_contract(index: VersionIndex, cls: str) -> ContractResult:
     if findings:
         unpack = next((u for f in _frames(top) for u in _unpack_sites(c, f)), None)
         if unpack is not None:  # where a decoder that collects nothing makes it crash
-            findings = [replace(f, sites=(*f.sites, unpack))
-                        if f.rule == ContractRule.CAPTURE_STATE_MISMATCH.id else f
-                        for f in findings]
+            findings = [
+                replace(f, sites=(*f.sites, unpack))
+                if f.rule == ContractRule.CAPTURE_STATE_MISMATCH.id
+                else f
+                for f in findings
+            ]
         return ContractResult("broken", tuple(sorted(set(findings))))
     if not pairs:
         c.unknown.append("no forward on the path returns (hidden_states, aux_hidden_states)")
@@ -506,13 +531,18 @@ def _reads(c: _Contract, frame: _Frame) -> list[tuple[str, str, bool, ContractSi
                 if obj is not None and CAPTURE_NAME.search(attr):
                     what = f"{label} reads {e.args[0]}.{attr} ({e.text})"
                     guarded = e.text == "hasattr" or len(e.args) >= 3
-                    out.append((_join(frame.prefix, obj), attr, guarded,
-                                ContractSite(c.path(f), e.line, what)))
+                    out.append(
+                        (
+                            _join(frame.prefix, obj),
+                            attr,
+                            guarded,
+                            ContractSite(c.path(f), e.line, what),
+                        )
+                    )
     return out
 
 
-def _capture_reads(c: _Contract, cls: str, frame: _Frame,
-                   writes: Written) -> list[ContractFinding]:
+def _capture_reads(c: _Contract, cls: str, frame: _Frame, writes: Written) -> list[ContractFinding]:
     """Rules 1 and 3: what a forward reads for capture, the setter must write on the
     same object; what it reads unguarded must exist (setter or `__init__` path)."""
     out = []
@@ -534,8 +564,7 @@ def _capture_reads(c: _Contract, cls: str, frame: _Frame,
             out.append(ContractFinding(ContractRule.CAPTURE_STATE_MISMATCH.id, message, sites))
         elif created and not any(x is None for x in created) and not all(created):
             message = f"{attr} is read on {obj or 'self'} but nothing creates it"
-            out.append(ContractFinding(ContractRule.CAPTURE_ATTRIBUTE_MISSING.id, message,
-                                       sites))
+            out.append(ContractFinding(ContractRule.CAPTURE_ATTRIBUTE_MISSING.id, message, sites))
         else:
             c.unknown.append(f"{site.what}: whether {obj or 'self'} has {attr} is not known")
     return out
@@ -545,10 +574,13 @@ def _closest_write(writes: Written, obj: str, attr: str) -> ContractSite | None:
     """The setter write to name beside a read it does not match: one on the decoder's
     own object, the attribute sharing the longest ending (`layers_to_capture` for
     `_is_layer_to_capture`)."""
+
     def score(item: tuple[tuple[str, str], ContractSite]) -> tuple[bool, int, str, str]:
         (o, a), _site = item
-        common = next((i for i, (x, y) in enumerate(zip(a[::-1], attr[::-1], strict=False))
-                       if x != y), min(len(a), len(attr)))
+        common = next(
+            (i for i, (x, y) in enumerate(zip(a[::-1], attr[::-1], strict=False)) if x != y),
+            min(len(a), len(attr)),
+        )
         return (o != obj, -common, o, a)
 
     ranked = sorted(writes.items(), key=score)
@@ -579,10 +611,13 @@ def _returned_names(r: Return) -> set[str] | None:
 
 def _unpack_sites(c: _Contract, frame: _Frame) -> list[ContractSite]:
     """Where a forward unpacks (hidden, aux) from a name holding an inner call's result."""
-    return [ContractSite(c.path(frame.fn), e.line,
-                         f"{c.label(frame.fn)} unpacks {e.text.replace(',', ', ')}")
-            for e in c.effects(frame.fn)
-            if e.kind == "unpack" and e.text.count(",") == 1 and _WORD.fullmatch(e.value)]
+    return [
+        ContractSite(
+            c.path(frame.fn), e.line, f"{c.label(frame.fn)} unpacks {e.text.replace(',', ', ')}"
+        )
+        for e in c.effects(frame.fn)
+        if e.kind == "unpack" and e.text.count(",") == 1 and _WORD.fullmatch(e.value)
+    ]
 
 
 def _unpacks(c: _Contract, frame: _Frame) -> list[ContractFinding]:
@@ -595,8 +630,13 @@ def _unpacks(c: _Contract, frame: _Frame) -> list[ContractFinding]:
         return []
     out = []
     for site in _unpack_sites(c, frame):
-        sites = (site, *(ContractSite(c.path(f.fn), c.fdef(f.fn).line,
-                                      f"{c.label(f.fn)} returns no pair") for f in frame.inner))
+        sites = (
+            site,
+            *(
+                ContractSite(c.path(f.fn), c.fdef(f.fn).line, f"{c.label(f.fn)} returns no pair")
+                for f in frame.inner
+            ),
+        )
         message = "the inner forward never returns (hidden_states, aux_hidden_states)"
         out.append(ContractFinding(ContractRule.AUX_NEVER_RETURNED.id, message, sites))
     return out
@@ -617,16 +657,22 @@ def _aux_filled(c: _Contract, frame: _Frame) -> list[ContractFinding]:
                 return []
             if e.kind == "unpack" and names & set(e.text.split(",")):
                 return []
-    site = ContractSite(c.path(frame.fn), r.line,
-                        f"{c.label(frame.fn)} returns {', '.join(sorted(names))}")
+    site = ContractSite(
+        c.path(frame.fn), r.line, f"{c.label(frame.fn)} returns {', '.join(sorted(names))}"
+    )
     message = "the decoder returns an aux list it never appends to"
     return [ContractFinding(ContractRule.AUX_NEVER_RETURNED.id, message, (site,))]
 
 
 def _logits(c: _Contract, top: _Frame) -> list[ContractFinding]:
     """Rule 4: the forward that calls the logits processor hands it the aux states."""
-    callers = [(f, e) for f in _frames(top) for g in c.helpers(f.cls, f.fn)
-               for e in c.effects(g) if e.kind == "call" and e.text == LOGITS]
+    callers = [
+        (f, e)
+        for f in _frames(top)
+        for g in c.helpers(f.cls, f.fn)
+        for e in c.effects(g)
+        if e.kind == "call" and e.text == LOGITS
+    ]
     if not callers:
         c.unknown.append("no logits processor call on the forward path")
         return []
@@ -637,22 +683,36 @@ def _logits(c: _Contract, top: _Frame) -> list[ContractFinding]:
             continue
         # The aux states are unpacked from a local (`h, aux = hidden_states`) or straight
         # from the inner call (`h, aux = self.model(...)`, v0.4.x).
-        aux = {n for e in c.effects(frame.fn)
-               if e.kind == "unpack" and (_WORD.fullmatch(e.value) or e.value.endswith(")"))
-               for n in e.text.split(",")[1:]}
+        aux = {
+            n
+            for e in c.effects(frame.fn)
+            if e.kind == "unpack" and (_WORD.fullmatch(e.value) or e.value.endswith(")"))
+            for n in e.text.split(",")[1:]
+        }
         if aux and _mentions(call.args, aux):
             continue
         label = c.label(frame.fn)
         # Where the aux states come from, then where they are dropped.
         origin = _unpack_sites(c, frame)[:1]
         if not aux:
-            origin = [ContractSite(c.path(f.fn), r.line, f"{c.label(f.fn)} returns a pair")
-                      for f in below if (r := _pair_return(c, f)) is not None][:1]
+            origin = [
+                ContractSite(c.path(f.fn), r.line, f"{c.label(f.fn)} returns a pair")
+                for f in below
+                if (r := _pair_return(c, f)) is not None
+            ][:1]
         what = f"{label} calls self.logits_processor without the aux states"
-        message = ("the logits processor is called without the aux hidden states"
-                   if aux else "the inner (hidden_states, aux) pair is never unpacked")
-        out.append(ContractFinding(ContractRule.AUX_NOT_TO_LOGITS.id, message,
-                                   (*origin, ContractSite(c.path(frame.fn), call.line, what))))
+        message = (
+            "the logits processor is called without the aux hidden states"
+            if aux
+            else "the inner (hidden_states, aux) pair is never unpacked"
+        )
+        out.append(
+            ContractFinding(
+                ContractRule.AUX_NOT_TO_LOGITS.id,
+                message,
+                (*origin, ContractSite(c.path(frame.fn), call.line, what)),
+            )
+        )
     return out
 
 

@@ -109,8 +109,9 @@ def _loaders(
                 continue
             function = key(facts.module_name, call.context.scope)
             for algorithm in sorted(reached_by.get(function, ())):
-                out.setdefault(algorithm, _Found(facts.path, call.line, call.context.scope,
-                                                 call.name))
+                out.setdefault(
+                    algorithm, _Found(facts.path, call.line, call.context.scope, call.name)
+                )
     return out
 
 
@@ -124,9 +125,7 @@ def _fallback(index: VersionIndex, rules: DraftModelRules) -> _Found | None:
     return None
 
 
-def _refusals(
-    index: VersionIndex, algos: Algorithms, rules: DraftModelRules
-) -> dict[str, _Found]:
+def _refusals(index: VersionIndex, algos: Algorithms, rules: DraftModelRules) -> dict[str, _Found]:
     """Algorithm -> the first `raise ...Error(...)` under a test that the draft path is
     unset, narrowed to algorithms by its conditions or, failing that, by its function's
     name (`_handle_dflash`)."""
@@ -135,8 +134,9 @@ def _refusals(
         for call in facts.calls:
             if not rules.refusal_calls.search(call.name):
                 continue
-            if not any(_draft_path_unset(b, rules.draft_path_attribute)
-                       for b in call.context.branches):
+            if not any(
+                _draft_path_unset(b, rules.draft_path_attribute) for b in call.context.branches
+            ):
                 continue
             for algorithm in _algorithms_of(call, algos):
                 out.setdefault(

@@ -25,9 +25,7 @@ SCHEMA = "sglang-tracker/external-bases@1"
 INVENTORY = "external_bases.json"
 
 # Bases outside every inventoried package that contribute no model members.
-EMPTY_BASES = frozenset(
-    {"abc.ABC", "typing.Generic", "typing.Protocol", "object", "enum.Enum"}
-)
+EMPTY_BASES = frozenset({"abc.ABC", "typing.Generic", "typing.Protocol", "object", "enum.Enum"})
 
 
 @dataclass(frozen=True)

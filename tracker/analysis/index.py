@@ -71,8 +71,12 @@ class _Found:
     via: list[str] = field(default_factory=list)
 
     def frozen(self) -> Candidates:
-        return Candidates(tuple(sorted(self.classes)), tuple(sorted(self.external)),
-                          tuple(dict.fromkeys(self.unresolved)), tuple(dict.fromkeys(self.via)))
+        return Candidates(
+            tuple(sorted(self.classes)),
+            tuple(sorted(self.external)),
+            tuple(dict.fromkeys(self.unresolved)),
+            tuple(dict.fromkeys(self.via)),
+        )
 
 
 @dataclass(frozen=True)
@@ -422,8 +426,14 @@ class VersionIndex:
             found.via.append("annotation")
         return found.frozen()
 
-    def _instance_of(self, module: str, assign: Assign, found: _Found,
-                     annotations: list[tuple[str, str]], depth: int) -> None:
+    def _instance_of(
+        self,
+        module: str,
+        assign: Assign,
+        found: _Found,
+        annotations: list[tuple[str, str]],
+        depth: int,
+    ) -> None:
         """The classes of the object `assign` stores."""
         scope, value = assign.context.scope, assign.value
         if depth > 4 or value is None:
@@ -447,8 +457,15 @@ class VersionIndex:
             if not ctors and value.text not in ("None", "[]", "{}", "()"):
                 found.unresolved.append(value.text)
 
-    def _class_expr(self, module: str, scope: str, text: str, found: _Found, depth: int,
-                    constructed: bool = False) -> None:
+    def _class_expr(
+        self,
+        module: str,
+        scope: str,
+        text: str,
+        found: _Found,
+        depth: int,
+        constructed: bool = False,
+    ) -> None:
         """The classes an expression that evaluates to a class may be: a class name, a
         local holding one, a dict of classes indexed (`D[k]`, `D.get(k)`), `A if c else B`."""
         ternary = _TERNARY.match(text)
@@ -457,8 +474,9 @@ class VersionIndex:
                 self._class_expr(module, scope, part, found, depth + 1)
             return
         subscript = _SUBSCRIPT.match(text)
-        dict_name = subscript.group(1) if subscript else (
-            text[:-4] if text.endswith(".get") else None)
+        dict_name = (
+            subscript.group(1) if subscript else (text[:-4] if text.endswith(".get") else None)
+        )
         if dict_name is not None:
             values = self._dict_values(module, dict_name)
             if values is None:
@@ -523,8 +541,12 @@ class VersionIndex:
                 continue
             if a.target == name and a.value is not None and a.value.text.startswith("{"):
                 values = [*(values or []), *a.value_names]
-            elif (a.target.startswith(f"{name}[") and a.value is not None
-                  and a.value.op == "ref" and values is not None):
+            elif (
+                a.target.startswith(f"{name}[")
+                and a.value is not None
+                and a.value.op == "ref"
+                and values is not None
+            ):
                 values.append(a.value.text)
         return values
 

@@ -30,28 +30,103 @@ from tracker.extract.facts import Branch, Call, Context, FunctionDef, ModuleFact
 # using one asks nothing of a model class, so it is never a requirement
 # (`model.__class__.__name__` in a message, `model.named_modules()`). The nn.Module part is
 # its public API in torch 2.x; one set, so that it can follow an inventory of torch itself.
-OBJECT_MEMBERS = frozenset({
-    "__class__", "__delattr__", "__dict__", "__dir__", "__doc__", "__eq__", "__format__",
-    "__ge__", "__getattribute__", "__getstate__", "__gt__", "__hash__", "__init__",
-    "__init_subclass__", "__le__", "__lt__", "__module__", "__ne__", "__new__", "__reduce__",
-    "__reduce_ex__", "__repr__", "__setattr__", "__sizeof__", "__str__", "__subclasshook__",
-    "__weakref__",
-})
-NN_MODULE_MEMBERS = frozenset({
-    "T_destination", "add_module", "apply", "bfloat16", "buffers", "call_super_init",
-    "children", "compile", "cpu", "cuda", "double", "dump_patches", "eval", "extra_repr",
-    "float", "get_buffer", "get_extra_state", "get_parameter", "get_submodule", "half",
-    "ipu", "load_state_dict", "modules", "mtia", "named_buffers", "named_children",
-    "named_modules", "named_parameters", "parameters", "register_backward_hook",
-    "register_buffer", "register_forward_hook", "register_forward_pre_hook",
-    "register_full_backward_hook", "register_full_backward_pre_hook",
-    "register_load_state_dict_post_hook", "register_load_state_dict_pre_hook",
-    "register_module", "register_parameter", "register_state_dict_post_hook",
-    "register_state_dict_pre_hook", "requires_grad_", "set_extra_state", "set_submodule",
-    "share_memory", "state_dict", "to", "to_empty", "train", "training", "type", "xpu",
-    "zero_grad", "__call__", "__getattr__", "__setattr__", "__delattr__", "__dir__",
-    "__setstate__", "_parameters", "_buffers", "_modules",
-})
+OBJECT_MEMBERS = frozenset(
+    {
+        "__class__",
+        "__delattr__",
+        "__dict__",
+        "__dir__",
+        "__doc__",
+        "__eq__",
+        "__format__",
+        "__ge__",
+        "__getattribute__",
+        "__getstate__",
+        "__gt__",
+        "__hash__",
+        "__init__",
+        "__init_subclass__",
+        "__le__",
+        "__lt__",
+        "__module__",
+        "__ne__",
+        "__new__",
+        "__reduce__",
+        "__reduce_ex__",
+        "__repr__",
+        "__setattr__",
+        "__sizeof__",
+        "__str__",
+        "__subclasshook__",
+        "__weakref__",
+    }
+)
+NN_MODULE_MEMBERS = frozenset(
+    {
+        "T_destination",
+        "add_module",
+        "apply",
+        "bfloat16",
+        "buffers",
+        "call_super_init",
+        "children",
+        "compile",
+        "cpu",
+        "cuda",
+        "double",
+        "dump_patches",
+        "eval",
+        "extra_repr",
+        "float",
+        "get_buffer",
+        "get_extra_state",
+        "get_parameter",
+        "get_submodule",
+        "half",
+        "ipu",
+        "load_state_dict",
+        "modules",
+        "mtia",
+        "named_buffers",
+        "named_children",
+        "named_modules",
+        "named_parameters",
+        "parameters",
+        "register_backward_hook",
+        "register_buffer",
+        "register_forward_hook",
+        "register_forward_pre_hook",
+        "register_full_backward_hook",
+        "register_full_backward_pre_hook",
+        "register_load_state_dict_post_hook",
+        "register_load_state_dict_pre_hook",
+        "register_module",
+        "register_parameter",
+        "register_state_dict_post_hook",
+        "register_state_dict_pre_hook",
+        "requires_grad_",
+        "set_extra_state",
+        "set_submodule",
+        "share_memory",
+        "state_dict",
+        "to",
+        "to_empty",
+        "train",
+        "training",
+        "type",
+        "xpu",
+        "zero_grad",
+        "__call__",
+        "__getattr__",
+        "__setattr__",
+        "__delattr__",
+        "__dir__",
+        "__setstate__",
+        "_parameters",
+        "_buffers",
+        "_modules",
+    }
+)
 EVERY_MODEL_HAS = OBJECT_MEMBERS | NN_MODULE_MEMBERS
 
 
@@ -231,8 +306,7 @@ class _Reachability:
             if pending is None:
                 calls = [(m, c) for m in self.modules for c in self.index.modules[m].calls]
             else:
-                calls = [(split_key(fn)[0], c) for fn in pending
-                         for c in self.graph.calls_in(fn)]
+                calls = [(split_key(fn)[0], c) for fn in pending for c in self.graph.calls_in(fn)]
             for module, call in calls:
                 scope = call.context.scope
                 if not scope or (not call.args and not call.keywords):
@@ -404,17 +478,25 @@ class _Collector:
         self.outputs: dict[tuple[str, str, str], list[Site]] = defaultdict(list)
         self.configs: dict[tuple[str, str, str], list[Site]] = defaultdict(list)
 
-    def member(self, module: str, path: str, line: int, context: Context,
-               target: ReceiverRule | _Binding, receiver: str, member: str,
-               guard: str, arity: str) -> None:
+    def member(
+        self,
+        module: str,
+        path: str,
+        line: int,
+        context: Context,
+        target: ReceiverRule | _Binding,
+        receiver: str,
+        member: str,
+        guard: str,
+        arity: str,
+    ) -> None:
         """One use of `member` on a model whose receiver (aliases expanded) is `receiver`:
         a call when `arity` is given, else an attribute read or probe."""
         if member in EVERY_MODEL_HAS or context.in_message:
             return
         an = self.an
         scope = context.scope
-        alternatives, plain = _unless_provided(an, module, scope, line, context.branches,
-                                               receiver)
+        alternatives, plain = _unless_provided(an, module, scope, line, context.branches, receiver)
         pairs, _ = an.context_pairs(module, scope, target.role, target.scope, context.branches)
         # `if not hasattr(model, "alt"): model.member()` needs member unless alt is there:
         # decided as far as the algorithms go, with alt as an alternative.
@@ -424,24 +506,45 @@ class _Collector:
             if algorithm == "NONE":
                 continue
             slot = (algorithm, role, member)
-            self.found[slot].append(_site(an, algorithm, module, path, scope, line,
-                                          context.branches, status, guard, arity))
+            self.found[slot].append(
+                _site(
+                    an, algorithm, module, path, scope, line, context.branches, status, guard, arity
+                )
+            )
             self.alternatives[slot] |= alternatives
 
-    def field(self, module: str, path: str, line: int, context: Context, owner: str,
-              name: str, bucket: dict[tuple[str, str, str], list[Site]]) -> None:
+    def field(
+        self,
+        module: str,
+        path: str,
+        line: int,
+        context: Context,
+        owner: str,
+        name: str,
+        bucket: dict[tuple[str, str, str], list[Site]],
+    ) -> None:
         an = self.an
         scope = context.scope
         if not scope or context.in_message:
             return
         pairs, decided = an.context_pairs(module, scope, "target", "worker", context.branches)
         if not pairs:
-            pairs, decided = an.context_pairs(module, scope, "runner", "runner",
-                                              context.branches)
+            pairs, decided = an.context_pairs(module, scope, "runner", "runner", context.branches)
         for algorithm in sorted({a for a, _ in pairs} - {"NONE"}):
             # No call path: a field read is understood without one, and snapshots omit it.
-            site = _site(an, algorithm, module, path, scope, line, context.branches,
-                         _status(decided, ""), "", "", with_path=False)
+            site = _site(
+                an,
+                algorithm,
+                module,
+                path,
+                scope,
+                line,
+                context.branches,
+                _status(decided, ""),
+                "",
+                "",
+                with_path=False,
+            )
             bucket[(algorithm, owner, name)].append(site)
 
     def call(self, module: str, path: str, call: Call) -> None:
@@ -461,8 +564,17 @@ class _Collector:
                 guard = Guard.HASATTR_RAISES if call.asserted else Guard.HASATTR
             else:
                 guard = Guard.GETATTR_DEFAULT if len(call.args) >= 3 or call.keywords else ""
-            self.member(module, path, call.line, call.context, probed[0],
-                        an.expand(module, scope, call.line, obj), probed[1], guard, "")
+            self.member(
+                module,
+                path,
+                call.line,
+                call.context,
+                probed[0],
+                an.expand(module, scope, call.line, obj),
+                probed[1],
+                guard,
+                "",
+            )
             return
         if call.receiver is None:
             return
@@ -472,14 +584,32 @@ class _Collector:
             receiver = an.expand(module, scope, call.line, call.receiver)
             guard = _guard_of(receiver, call.name, call.context, an, module, call.line)
             # `model.inner.run()` calls a method of what the member holds: a read of it.
-            self.member(module, path, call.line, call.context, target, receiver, member,
-                        guard, _arity(call) if how == "direct" else "")
+            self.member(
+                module,
+                path,
+                call.line,
+                call.context,
+                target,
+                receiver,
+                member,
+                guard,
+                _arity(call) if how == "direct" else "",
+            )
         rules = an.rules
-        if call.name == "get" and call.args and any(
-                p.fullmatch(call.receiver) for p in rules.config_receivers):
-            self.field(module, path, call.line, call.context,
-                       call.receiver.rpartition(".")[2], call.args[0].strip("'\""),
-                       self.configs)
+        if (
+            call.name == "get"
+            and call.args
+            and any(p.fullmatch(call.receiver) for p in rules.config_receivers)
+        ):
+            self.field(
+                module,
+                path,
+                call.line,
+                call.context,
+                call.receiver.rpartition(".")[2],
+                call.args[0].strip("'\""),
+                self.configs,
+            )
 
     def read(self, module: str, path: str, read: Read) -> None:
         an = self.an
@@ -490,18 +620,31 @@ class _Collector:
                 target, member, _how = found
                 receiver = an.expand(module, scope, read.line, read.receiver)
                 guard = _guard_of(receiver, read.name, read.context, an, module, read.line)
-                self.member(module, path, read.line, read.context, target, receiver, member,
-                            guard, "")
+                self.member(
+                    module, path, read.line, read.context, target, receiver, member, guard, ""
+                )
         rules = an.rules
         patterns = rules.config_receivers if read.kind == "key" else rules.output_receivers
         if any(p.fullmatch(read.receiver) for p in patterns):
-            self.field(module, path, read.line, read.context, read.receiver.rpartition(".")[2],
-                       read.name, self.configs if read.kind == "key" else self.outputs)
+            self.field(
+                module,
+                path,
+                read.line,
+                read.context,
+                read.receiver.rpartition(".")[2],
+                read.name,
+                self.configs if read.kind == "key" else self.outputs,
+            )
 
 
-def _unless_provided(an: _Reachability, module: str, scope: str, line: int,
-                     branches: tuple[Branch, ...], receiver: str
-                     ) -> tuple[set[str], tuple[Branch, ...]]:
+def _unless_provided(
+    an: _Reachability,
+    module: str,
+    scope: str,
+    line: int,
+    branches: tuple[Branch, ...],
+    receiver: str,
+) -> tuple[set[str], tuple[Branch, ...]]:
     """Members whose absence alone lets the site run (`not (x and hasattr(model, "alt"))`),
     and the other branches."""
     alternatives: set[str] = set()
@@ -511,9 +654,13 @@ def _unless_provided(an: _Reachability, module: str, scope: str, line: int,
         if not br.holds:
             conjuncts = br.test.args if br.test.op == "and" else (br.test,)
             for c in conjuncts:
-                if c.op == "call" and c.text == "hasattr" and len(c.args) >= 2 \
-                        and c.args[1].op == "str" \
-                        and an.expand(module, scope, line, c.args[0].render()) == receiver:
+                if (
+                    c.op == "call"
+                    and c.text == "hasattr"
+                    and len(c.args) >= 2
+                    and c.args[1].op == "str"
+                    and an.expand(module, scope, line, c.args[0].render()) == receiver
+                ):
                     found = c.args[1].text
         if found is None:
             plain.append(br)
@@ -522,8 +669,7 @@ def _unless_provided(an: _Reachability, module: str, scope: str, line: int,
     return alternatives, tuple(plain)
 
 
-def build_interface(version: str, index: VersionIndex, rules: RoleRules | None = None
-                    ) -> Interface:
+def build_interface(version: str, index: VersionIndex, rules: RoleRules | None = None) -> Interface:
     rules = rules or load_rules()
     an = _Reachability(version, index, rules)
     algos = an.algos
@@ -552,11 +698,21 @@ def build_interface(version: str, index: VersionIndex, rules: RoleRules | None =
             set(sites), key=lambda s: (STATUS_ORDER[s.status], len(s.condition), s.path, s.line)
         )
         status = min((s.status for s in unique), key=STATUS_ORDER.__getitem__)
-        interface.requirements.append(Requirement(
-            algorithm, role, member, kind, status, tuple(unique),
-            tuple(sorted(collect.alternatives[slot]))))
-    for bucket, uses in ((collect.outputs, interface.output_fields),
-                         (collect.configs, interface.config_keys)):
+        interface.requirements.append(
+            Requirement(
+                algorithm,
+                role,
+                member,
+                kind,
+                status,
+                tuple(unique),
+                tuple(sorted(collect.alternatives[slot])),
+            )
+        )
+    for bucket, uses in (
+        (collect.outputs, interface.output_fields),
+        (collect.configs, interface.config_keys),
+    ):
         for (algorithm, owner, name), field_sites in sorted(bucket.items()):
             uses.append(FieldUse(algorithm, owner, name, tuple(sorted(set(field_sites)))))
     for algorithm in algos.speculative:

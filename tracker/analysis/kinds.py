@@ -80,7 +80,8 @@ class KindFinder:
         if rule is None:
             return KindDecision("embedding", f"{site}; no LogitsProcessor", "structure")
         return KindDecision(
-            rule[0], f"{site}; no LogitsProcessor; {rule[0]} by name rule '{rule[1]}'",
+            rule[0],
+            f"{site}; no LogitsProcessor; {rule[0]} by name rule '{rule[1]}'",
             "structure",
         )
 
@@ -112,10 +113,14 @@ class KindFinder:
         if nearest is None or marker_kind not in nearest[1]:
             return None
         made = nearest[1][marker_kind]
-        marker = min(self.constructed_names(self.index.classes[nearest[0]].module, made)
-                     & self.rules.markers(marker_kind))
-        text = (f"constructs {marker} in {made.scope} "
-                f"({made.path.removeprefix(SRT_PREFIX)}:{made.line})")
+        marker = min(
+            self.constructed_names(self.index.classes[nearest[0]].module, made)
+            & self.rules.markers(marker_kind)
+        )
+        text = (
+            f"constructs {marker} in {made.scope} "
+            f"({made.path.removeprefix(SRT_PREFIX)}:{made.line})"
+        )
         if marker_kind == "pooling":
             farther = self._farther_generative(cls, nearest[0])
             if farther is not None:

@@ -65,8 +65,12 @@ def load_index(
 ) -> VersionIndex:
     recent.next_version()
     paths = seed_paths(tree)
-    facts = load_facts(tree, paths, progress=progress,
-                       definitions_only=frozenset(p for p in paths if not reads_in_full(p)))
+    facts = load_facts(
+        tree,
+        paths,
+        progress=progress,
+        definitions_only=frozenset(p for p in paths if not reads_in_full(p)),
+    )
     index = VersionIndex(facts, tree.pins())
     pending = list(index.classes)
     for _ in range(6):
@@ -88,8 +92,11 @@ def load_index(
         if on_phase is not None:
             on_phase(f"reading {len(wanted)} more modules for base classes")
         before = set(index.classes)
-        more = load_facts(tree, sorted(wanted), definitions_only=frozenset(
-            p for p in wanted if not reads_in_full(p)))
+        more = load_facts(
+            tree,
+            sorted(wanted),
+            definitions_only=frozenset(p for p in wanted if not reads_in_full(p)),
+        )
         facts.update(more)
         index.add_modules(more)
         # A package that only re-exports (`evs/__init__.py`: `from .evs_module import EVS`)

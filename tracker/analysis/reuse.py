@@ -39,7 +39,7 @@ def relabel(interface: Interface, compat: Compat, version: str) -> tuple[Interfa
     old = interface.version
     prefix = f"{old}: "
     warnings = [
-        f"{version}: {w[len(prefix):]}" if w.startswith(prefix) else w for w in interface.warnings
+        f"{version}: {w[len(prefix) :]}" if w.startswith(prefix) else w for w in interface.warnings
     ]
     new_interface = replace(
         interface,

@@ -71,8 +71,8 @@ class RoleRules:
     _memo: dict[tuple[str, str | None], tuple[ReceiverRule, ...]] = field(
         default_factory=dict, compare=False, repr=False, init=False
     )
-    _touched: dict[tuple[str, str | None, str, str], tuple[ReceiverRule, str, str] | None] = (
-        field(default_factory=dict, compare=False, repr=False, init=False)
+    _touched: dict[tuple[str, str | None, str, str], tuple[ReceiverRule, str, str] | None] = field(
+        default_factory=dict, compare=False, repr=False, init=False
     )
     _markers: dict[str, frozenset[str]] = field(
         default_factory=dict, compare=False, repr=False, init=False

@@ -36,8 +36,11 @@ def commit_history(ws: Workspace, old: str, new: str, *, progress: bool) -> Comm
     def probe(commit: CommitInfo, status: str) -> None:
         if progress:
             number = next(i for i, c in enumerate(commits) if c.sha == commit.sha)
-            click.echo(f"tracker: bisect: [{number}/{count}] {commit.sha[:10]} {status} "
-                       f"«{commit.subject}»", err=True)
+            click.echo(
+                f"tracker: bisect: [{number}/{count}] {commit.sha[:10]} {status} "
+                f"«{commit.subject}»",
+                err=True,
+            )
 
     return CommitHistory(ws, commits, probe)
 
@@ -46,12 +49,19 @@ def commit_history(ws: Workspace, old: str, new: str, *, progress: bool) -> Comm
 @click.argument("first", metavar="[MODEL]")
 @click.argument("second", metavar="OLD..NEW", required=False)
 @click.option("-a", "--algorithm", required=True, help="The algorithm (EAGLE3, ...).")
-@click.option("--role", type=click.Choice(["target", "draft"]), default=None,
-              help="Check MODEL in this role (default: the role its kind implies).")
-@click.option("--member", metavar="NAME",
-              help="Instead of a model: the first commit where a requirement on NAME (a "
-              "model member, or a forward-output field such as mm_input_embeds) "
-              "appears, disappears or changes.")
+@click.option(
+    "--role",
+    type=click.Choice(["target", "draft"]),
+    default=None,
+    help="Check MODEL in this role (default: the role its kind implies).",
+)
+@click.option(
+    "--member",
+    metavar="NAME",
+    help="Instead of a model: the first commit where a requirement on NAME (a "
+    "model member, or a forward-output field such as mm_input_embeds) "
+    "appears, disappears or changes.",
+)
 @source_options
 @format_option("text", "json")
 def bisect(
@@ -112,8 +122,9 @@ NO_BISECT_HELP = (
 )
 
 
-def broke_in_finder(ws: Workspace, old: str, new: str, sources: tuple[object, object],
-                    no_bisect: bool) -> BrokeIn | None:
+def broke_in_finder(
+    ws: Workspace, old: str, new: str, sources: tuple[object, object], no_bisect: bool
+) -> BrokeIn | None:
     """For `issues` and `changelog` in git mode: a function naming the commit between OLD
     and NEW that broke a model's change, or None when the versions are not two commits of
     the workspace's git source (or --no-bisect)."""
@@ -122,8 +133,9 @@ def broke_in_finder(ws: Workspace, old: str, new: str, sources: tuple[object, ob
     if no_bisect or ws.source.kind != "git" or any(s is not ws.source for s in sources):
         return None
     try:
-        history = commit_history(ws, old, new, progress=bool(getattr(ws.feedback,
-                                                                     "interactive", False)))
+        history = commit_history(
+            ws, old, new, progress=bool(getattr(ws.feedback, "interactive", False))
+        )
     except TrackerError as exc:
         ws.feedback.warn(f"cannot name the commits that broke models ({exc})")
         return None
@@ -133,17 +145,21 @@ def broke_in_finder(ws: Workspace, old: str, new: str, sources: tuple[object, ob
         if change.kind not in kinds:
             return None
         try:
-            result = history.bisect_model(change.subject, change.algorithm,
-                                          change.role or None)
+            result = history.bisect_model(change.subject, change.algorithm, change.role or None)
         except TrackerError as exc:
             ws.feedback.warn(f"cannot bisect {change.subject} ({exc})")
             return None
         if result.found is None:
             return None
-        return {"commit": result.found.sha, "short": result.found.sha[:10],
-                "subject": result.found.subject, "author": result.found.author,
-                "date": result.found.date, "transition": result.transition,
-                "cause": "; ".join(c.text for c in result.causes),
-                "evaluated": result.evaluated}
+        return {
+            "commit": result.found.sha,
+            "short": result.found.sha[:10],
+            "subject": result.found.subject,
+            "author": result.found.author,
+            "date": result.found.date,
+            "transition": result.transition,
+            "cause": "; ".join(c.text for c in result.causes),
+            "evaluated": result.evaluated,
+        }
 
     return find

@@ -138,13 +138,13 @@ def check(
             hint = suggest(name, sorted(known))
             raise TrackerError(f"{models_version} registers no entry class {name}{hint}")
     if role is not None:
-        selected = _in_role(ws, mod_spec, index, compat, req_snap.interface, models, chosen,
-                            role)
+        selected = _in_role(ws, mod_spec, index, compat, req_snap.interface, models, chosen, role)
     else:
         selected = [
             c
             for c in compat.checks
-            if c.algorithm in chosen and c.role in _kinds(kind)
+            if c.algorithm in chosen
+            and c.role in _kinds(kind)
             and (not models or c.model in models)
         ]
     if models and role is None:
@@ -211,7 +211,11 @@ def _in_role(
                 if index is None:
                     index = ws.analyse(*ws.resolve(mod_spec)).index
                 found = check_entry(
-                    index, entries[name], algorithm, role, Needs.of(itf),
+                    index,
+                    entries[name],
+                    algorithm,
+                    role,
+                    Needs.of(itf),
                     f"checked as the {role} model on request (--role {role})",
                 )
             out.append(found)
@@ -325,8 +329,10 @@ def _release_before(ws: Workspace, first: str) -> tuple[Any, bool]:
             return None, True
         return ws.snapshot_of(ws.source, previous), False
     except TrackerError as exc:
-        ws.feedback.warn(f"cannot read the release before {first} ({exc}); the classes "
-                         f"at {first} are shown as present since before it")
+        ws.feedback.warn(
+            f"cannot read the release before {first} ({exc}); the classes "
+            f"at {first} are shown as present since before it"
+        )
         return None, False
 
 
@@ -450,8 +456,10 @@ def why(
             raise TrackerError(f"{snap.version} registers no entry class {model}{hint}")
         check = snap.compat.check_for(model, alg)
         if check is None:
-            raise TrackerError(f"{model} is not checked for {alg} at {snap.version} "
-                               "(the algorithm asks nothing of its kind of class)")
+            raise TrackerError(
+                f"{model} is not checked for {alg} at {snap.version} "
+                "(the algorithm asks nothing of its kind of class)"
+            )
     if member is not None:
         reqs = [r for r in snap.interface.for_algorithm(alg, role) if r.member == member]
         if not reqs:
@@ -462,8 +470,11 @@ def why(
         reqs = [r for r in snap.interface.for_algorithm(alg, check.role) if r.member in checked]
     flush_warnings(ws)
     if fmt == "json":
-        doc: dict[str, Any] = {"schema": "sglang-tracker/why@2", "version": snap.version,
-                               "algorithm": alg}
+        doc: dict[str, Any] = {
+            "schema": "sglang-tracker/why@2",
+            "version": snap.version,
+            "algorithm": alg,
+        }
         if member is not None:
             doc["member"] = member
         if check is not None:
@@ -498,8 +509,14 @@ def _why_member_lines(snap: Any, alg: str, member: str, reqs: list[Any]) -> list
     return lines
 
 
-_HOW = {"defined": "defined in", "inherited": "inherited from", "attribute": "set by",
-        "torch": "from", "alternative": "stands in:", "unknown": "unknown:"}
+_HOW = {
+    "defined": "defined in",
+    "inherited": "inherited from",
+    "attribute": "set by",
+    "torch": "from",
+    "alternative": "stands in:",
+    "unknown": "unknown:",
+}
 
 
 def _why_model_lines(check: Any, reqs: list[Any], version: str) -> list[str]:
@@ -509,8 +526,10 @@ def _why_model_lines(check: Any, reqs: list[Any], version: str) -> list[str]:
 
     sites = {r.member: r.sites[0] for r in reqs if r.role == check.role}
     other = f" --algorithm {check.algorithm}" if check.algorithm != "EAGLE3" else ""
-    lines = [f"{check.model} at {version} for {check.algorithm}: {check.status} "
-             f"({check.role} model · {check.path})"]
+    lines = [
+        f"{check.model} at {version} for {check.algorithm}: {check.status} "
+        f"({check.role} model · {check.path})"
+    ]
     for p in check.provisions:
         if p.how == "missing":
             at = sites.get(p.member)
@@ -518,8 +537,10 @@ def _why_model_lines(check: Any, reqs: list[Any], version: str) -> list[str]:
             lines.append(f"  {p.member:<32} missing{where}")
             for d in check.delegations:
                 if d.member == p.member:
-                    lines.append(f"      its self.{d.attribute} ({d.inner_class}) provides it "
-                                 f"→ tracker fix {check.model} --at {version}{other}")
+                    lines.append(
+                        f"      its self.{d.attribute} ({d.inner_class}) provides it "
+                        f"→ tracker fix {check.model} --at {version}{other}"
+                    )
         else:
             lines.append(f"  {p.member:<32} {_HOW.get(p.how, p.how)} {p.where}".rstrip())
     if check.role != "target" or SETTER not in {p.member for p in check.provisions}:

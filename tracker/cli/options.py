@@ -26,9 +26,7 @@ ALGORITHM_HELP = "Algorithm name as in the version's SpeculativeAlgorithm enum (
 
 def algorithms_option(func: F) -> F:
     """-a/--algorithm, repeatable, into the `algorithms` argument (all when not given)."""
-    return click.option("-a", "--algorithm", "algorithms", multiple=True, help=ALGORITHM_HELP)(
-        func
-    )
+    return click.option("-a", "--algorithm", "algorithms", multiple=True, help=ALGORITHM_HELP)(func)
 
 
 def algorithm_option(default: str | None = "EAGLE3") -> Callable[[F], F]:
@@ -245,5 +243,3 @@ def _source_of(ws: Workspace, snap: Any) -> str:
         if (identity.kind, identity.location) != (ws.source.kind, ws.source.location):
             return own
     return ws.source.describe()
-
-

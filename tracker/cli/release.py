@@ -46,6 +46,7 @@ def _pair(
 ) -> Any:
     """(old snapshot, new snapshot, new version's source, chosen algorithms)."""
     from tracker.compare.snapshot import algorithms_of, pick_algorithms
+
     osrc, oversion = ws.resolve(old)
     nsrc, nversion = ws.resolve(new)
     check_order(oversion, nversion, reverse)
@@ -104,8 +105,9 @@ def changelog(
     a, b, nsrc, chosen = _pair(ws, old, new, algorithms, reverse)
     result = diff(a.interface, a.compat, b.interface, b.compat, chosen)
     broke_in = broke_in_finder(ws, a.version, b.version, (ws.resolve(old)[0], nsrc), no_bisect)
-    doc = changelog_document(result, b.interface, b.compat, describe_snapshot(ws, b, fmt),
-                             show_all, broke_in)
+    doc = changelog_document(
+        result, b.interface, b.compat, describe_snapshot(ws, b, fmt), show_all, broke_in
+    )
     doc["fix_options"] = ws.fix_options(nsrc, b.version)
     flush_warnings(ws)
     emit(render("changelog", fmt, doc, replace(render_options, show_all=show_all)), output)
@@ -172,8 +174,10 @@ def issues(
 
 def _note_accepted(changes: list[Change]) -> None:
     for c in changes:
-        click.echo(f"tracker: note: not filed, accepted: {c.subject} · {c.algorithm} "
-                   f"({c.accepted})", err=True)
+        click.echo(
+            f"tracker: note: not filed, accepted: {c.subject} · {c.algorithm} ({c.accepted})",
+            err=True,
+        )
 
 
 # -------------------------------------------------------------------------- watch
@@ -342,11 +346,15 @@ def _outcome_text(outcome: ReleaseOutcome, dry_run_on: str | None = None) -> str
         lines += [f"  ✓ closed {t.ref}: {reason}" for t, reason in outcome.closed]
     else:
         action = "comment on and close" if dry_run_on.startswith("github:") else "close"
-        lines += [f"  + would file on {dry_run_on}: {doc.title}\n      labels: "
-                  f"{', '.join(doc.labels)}" for doc, _ in outcome.filed]
+        lines += [
+            f"  + would file on {dry_run_on}: {doc.title}\n      labels: {', '.join(doc.labels)}"
+            for doc, _ in outcome.filed
+        ]
         lines += [f"  ✓ would {action} {t.ref}: {reason}" for t, reason in outcome.closed]
-    lines += [f"  · not filed, accepted: {c.subject} · {c.algorithm} ({c.accepted})"
-              for c in outcome.accepted]
+    lines += [
+        f"  · not filed, accepted: {c.subject} · {c.algorithm} ({c.accepted})"
+        for c in outcome.accepted
+    ]
     return "\n".join(lines)
 
 
@@ -366,7 +374,10 @@ def _outcome_text(outcome: ReleaseOutcome, dry_run_on: str | None = None) -> str
     "--until", metavar="VERSION", help="Look for the fixing release no further than this one."
 )
 @click.option(
-    "-m", "--model", "model", metavar="CLASS",
+    "-m",
+    "--model",
+    "model",
+    metavar="CLASS",
     help="The entry class that was served (an unpack error names none; an AttributeError "
     "may name its inner class).",
 )
@@ -397,8 +408,10 @@ def triage(
     error = parse_error(text)
     src, resolved, origin = _triage_version(ws, version, text)
     if origin != "--at":
-        click.echo(f"tracker: note: reading sglang {resolved} ({origin}); "
-                   "--at VERSION picks another", err=True)
+        click.echo(
+            f"tracker: note: reading sglang {resolved} ({origin}); --at VERSION picks another",
+            err=True,
+        )
     snap = ws.snapshot_of(src, resolved)
     chosen = pick_algorithms(snap.interface.algorithms, algorithms)
 
@@ -456,9 +469,12 @@ def _triage_version(ws: Workspace, version: str | None, text: str) -> tuple[Sour
         shipped = shipped_versions()
         if ws.source.kind != "pypi" or not shipped:
             raise
-        return (ws.source, shipped[-1],
-                "the latest release with a shipped snapshot: the traceback names none "
-                "and the package index cannot be reached")
+        return (
+            ws.source,
+            shipped[-1],
+            "the latest release with a shipped snapshot: the traceback names none "
+            "and the package index cannot be reached",
+        )
 
 
 def _earlier(ws: Workspace, src: Source, version: str) -> Iterator[tuple[str, Compat]]:

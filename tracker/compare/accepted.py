@@ -79,8 +79,9 @@ def mark(compat: Compat, accepted: AcceptedBreaks) -> Compat:
         return compat
     checks = []
     for c in compat.checks:
-        reason = "" if c.status == "ok" else accepted.reason_for(c.model, c.algorithm,
-                                                                 compat.version)
+        reason = (
+            "" if c.status == "ok" else accepted.reason_for(c.model, c.algorithm, compat.version)
+        )
         checks.append(replace(c, accepted=reason) if reason else c)
     return replace(compat, checks=checks)
 
@@ -94,8 +95,9 @@ def load_accepted(config: Path | None, cwd: Path) -> AcceptedBreaks:
     if config is not None:
         doc = _read(config)
         if config.name == PYPROJECT_NAME:
-            table = doc.get("tool", {}).get("tracker") if isinstance(doc.get("tool"), dict) \
-                else None
+            table = (
+                doc.get("tool", {}).get("tracker") if isinstance(doc.get("tool"), dict) else None
+            )
             if not isinstance(table, dict):
                 raise TrackerError(f"{config} has no [tool.tracker] table")
             return AcceptedBreaks(config, parse_config(table, f"{config} [tool.tracker]"))
@@ -104,8 +106,11 @@ def load_accepted(config: Path | None, cwd: Path) -> AcceptedBreaks:
     table = _tool_table(pyproject) if pyproject.is_file() else None
     if own.is_file():
         if table is not None:
-            log.warning("%s takes precedence; the [tool.tracker] table of %s is ignored",
-                        CONFIG_NAME, PYPROJECT_NAME)
+            log.warning(
+                "%s takes precedence; the [tool.tracker] table of %s is ignored",
+                CONFIG_NAME,
+                PYPROJECT_NAME,
+            )
         return AcceptedBreaks(own, parse_config(_read(own), CONFIG_NAME))
     if table is not None:
         return AcceptedBreaks(pyproject, parse_config(table, f"{PYPROJECT_NAME} [tool.tracker]"))
@@ -150,8 +155,9 @@ def _entry(raw: Any, where: str) -> AcceptedBreak:
     label = f"{where} ({model})" if isinstance(model, str) and model else where
     unknown = sorted(set(raw) - set(ENTRY_KEYS))
     if unknown:
-        raise TrackerError(f"{label}: unknown key {', '.join(unknown)} "
-                           f"(known: {', '.join(ENTRY_KEYS)})")
+        raise TrackerError(
+            f"{label}: unknown key {', '.join(unknown)} (known: {', '.join(ENTRY_KEYS)})"
+        )
     values: dict[str, str] = {}
     for key, required in ENTRY_KEYS.items():
         value = raw.get(key)
@@ -166,7 +172,7 @@ def _entry(raw: Any, where: str) -> AcceptedBreak:
         values[key] = value.strip()
     until = values.get("until", "")
     if until and parse_version(until) is None:
-        raise TrackerError(f"{label}: until {until!r} is not a release version "
-                           "(such as v0.5.10)")
-    return AcceptedBreak(values["model"], values["reason"], values.get("algorithm", "").upper(),
-                         until, where)
+        raise TrackerError(f"{label}: until {until!r} is not a release version (such as v0.5.10)")
+    return AcceptedBreak(
+        values["model"], values["reason"], values.get("algorithm", "").upper(), until, where
+    )

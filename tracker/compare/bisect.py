@@ -140,16 +140,19 @@ def requirement_cause(change: Change) -> Cause | None:
         return Cause(kind, name, text, site.path, site.line)
     if isinstance(old, (Requirement, FieldUse)) and new is None:
         site = _first_site(old.sites)
-        kind = (CauseKind.FIELD_REMOVED if isinstance(old, FieldUse)
-                else CauseKind.REQUIREMENT_REMOVED)
+        kind = (
+            CauseKind.FIELD_REMOVED if isinstance(old, FieldUse) else CauseKind.REQUIREMENT_REMOVED
+        )
         text = f"removes the last {_use(old)[2:]} `{name}` (was at {_at(site.path, site.line)})"
         return Cause(kind, name, text, site.path, site.line)
     if isinstance(old, Requirement) and isinstance(new, Requirement):
         site = _first_site(new.sites, old.sites)
         where = _at(site.path, site.line)
         if change.kind == "call_arity_changed":
-            text = (f"calls `{name}` with {'/'.join(new.arities)} argument(s) at {where} "
-                    f"(was {'/'.join(old.arities)})")
+            text = (
+                f"calls `{name}` with {'/'.join(new.arities)} argument(s) at {where} "
+                f"(was {'/'.join(old.arities)})"
+            )
         else:
             text = f"makes `{name}` {new.status} at {where} (was {old.status})"
         return Cause(CauseKind.REQUIREMENT_CHANGED, name, text, site.path, site.line)
@@ -157,8 +160,14 @@ def requirement_cause(change: Change) -> Cause | None:
 
 
 def _provision_text(p: Provision) -> str:
-    how = {"defined": "defined in the class", "inherited": "inherited from", "attribute": "set by",
-           "external": "from", "forwarded": "forwarded by", "alternative": "through"}
+    how = {
+        "defined": "defined in the class",
+        "inherited": "inherited from",
+        "attribute": "set by",
+        "external": "from",
+        "forwarded": "forwarded by",
+        "alternative": "through",
+    }
     where = f" `{p.where}`" if p.where and p.how != "defined" else ""
     return f"{how.get(p.how, p.how)}{where}"
 
@@ -172,8 +181,9 @@ class ModelState:
     interface: Interface
 
 
-def explain_model(before: ModelState, after: ModelState, model: str,
-                  algorithm: str, role: str) -> list[Cause]:
+def explain_model(
+    before: ModelState, after: ModelState, model: str, algorithm: str, role: str
+) -> list[Cause]:
     """Why `model` went from `before` (the parent) to `after` (the commit)."""
     if before.check is None and after.check is not None:
         return [_class_added(after.check)]
@@ -181,9 +191,11 @@ def explain_model(before: ModelState, after: ModelState, model: str,
         return [Cause(CauseKind.CLASS_REMOVED, model, f"no longer registers `{model}`")]
     assert before.check is not None
     causes: list[Cause] = []
-    changes = {c.subject: c for c in interface_changes(before.interface, after.interface,
-                                                       (algorithm,))
-               if isinstance(c, Change) and c.role == role}
+    changes = {
+        c.subject: c
+        for c in interface_changes(before.interface, after.interface, (algorithm,))
+        if isinstance(c, Change) and c.role == role
+    }
     old_p = {p.member: p for p in before.check.provisions}
     new_p = {p.member: p for p in after.check.provisions}
     was, now = set(before.check.missing), set(after.check.missing)
@@ -191,56 +203,89 @@ def explain_model(before: ModelState, after: ModelState, model: str,
         change = changes.get(member)
         cause = requirement_cause(change) if change is not None else None
         if cause is None and member in old_p:
-            cause = Cause(CauseKind.PROVISION_REMOVED, member,
-                          f"removes `{member}` from `{model}` (was "
-                          f"{_provision_text(old_p[member])})")
+            cause = Cause(
+                CauseKind.PROVISION_REMOVED,
+                member,
+                f"removes `{member}` from `{model}` (was {_provision_text(old_p[member])})",
+            )
         causes.append(cause or _unexplained(member))
     for member in sorted(was - now):
         change = changes.get(member)
         cause = requirement_cause(change) if change is not None else None
         if cause is None and member in new_p:
             p = new_p[member]
-            cause = Cause(CauseKind.PROVISION_ADDED, member,
-                          f"adds `{member}` to `{model}` ({_provision_text(p)})",
-                          after.check.path if p.how == "defined" else "", p.line)
+            cause = Cause(
+                CauseKind.PROVISION_ADDED,
+                member,
+                f"adds `{member}` to `{model}` ({_provision_text(p)})",
+                after.check.path if p.how == "defined" else "",
+                p.line,
+            )
         causes.append(cause or _unexplained(member))
     for member in sorted(set(after.check.unknown) - set(before.check.unknown)):
-        causes.append(Cause(CauseKind.PROVISION_UNKNOWN, member,
-                            f"`{member}` can no longer be resolved: {new_p[member].where}"
-                            if member in new_p else f"`{member}` can no longer be resolved"))
+        causes.append(
+            Cause(
+                CauseKind.PROVISION_UNKNOWN,
+                member,
+                f"`{member}` can no longer be resolved: {new_p[member].where}"
+                if member in new_p
+                else f"`{member}` can no longer be resolved",
+            )
+        )
     old_rules = {f.rule for f in before.check.contract}
     new_rules = {f.rule for f in after.check.contract}
     for f in after.check.contract:
         if f.rule not in old_rules:
             site = f.sites[0] if f.sites else None
-            causes.append(Cause(CauseKind.CONTRACT_BROKEN, f.rule,
-                                f"breaks the aux-hidden-state contract: {f.render()}",
-                                site.path if site else "", site.line if site else 0))
+            causes.append(
+                Cause(
+                    CauseKind.CONTRACT_BROKEN,
+                    f.rule,
+                    f"breaks the aux-hidden-state contract: {f.render()}",
+                    site.path if site else "",
+                    site.line if site else 0,
+                )
+            )
     for f in before.check.contract:
         if f.rule not in new_rules:
-            causes.append(Cause(CauseKind.CONTRACT_FIXED, f.rule,
-                                f"no longer breaks the aux-hidden-state contract ({f.headline})"))
+            causes.append(
+                Cause(
+                    CauseKind.CONTRACT_FIXED,
+                    f.rule,
+                    f"no longer breaks the aux-hidden-state contract ({f.headline})",
+                )
+            )
     return causes or [_unexplained("")]
 
 
 def _class_added(check: ModelCheck) -> Cause:
     if check.missing:
         names = ", ".join(f"`{m}`" for m in check.missing)
-        return Cause(CauseKind.CLASS_ADDED, check.model, f"new class without {names}",
-                     check.path)
+        return Cause(CauseKind.CLASS_ADDED, check.model, f"new class without {names}", check.path)
     if check.contract:
         headlines = "; ".join(dict.fromkeys(f.headline for f in check.contract))
-        return Cause(CauseKind.CLASS_ADDED, check.model,
-                     f"new class breaking the aux-hidden-state contract: {headlines}", check.path)
-    return Cause(CauseKind.CLASS_ADDED, check.model,
-                 f"new class ({check.status} for {check.algorithm})", check.path)
+        return Cause(
+            CauseKind.CLASS_ADDED,
+            check.model,
+            f"new class breaking the aux-hidden-state contract: {headlines}",
+            check.path,
+        )
+    return Cause(
+        CauseKind.CLASS_ADDED,
+        check.model,
+        f"new class ({check.status} for {check.algorithm})",
+        check.path,
+    )
 
 
 def _unexplained(member: str) -> Cause:
     what = f"`{member}`" if member else "any member"
-    return Cause(CauseKind.UNEXPLAINED, member,
-                 f"no requirement or provision change of {what} found in this commit (the "
-                 "status changed through what the analysis infers)")
+    return Cause(
+        CauseKind.UNEXPLAINED,
+        member,
+        f"no requirement or provision change of {what} found in this commit (the "
+        "status changed through what the analysis infers)",
+    )
 
 
 def members_involved(before: ModelState, after: ModelState) -> tuple[str, ...]:
@@ -295,8 +340,7 @@ def describe_signature(signature: tuple[Any, ...], name: str) -> str:
     return "; ".join(parts)
 
 
-def explain_member(before: Interface, after: Interface, name: str,
-                   algorithm: str) -> list[Cause]:
+def explain_member(before: Interface, after: Interface, name: str, algorithm: str) -> list[Cause]:
     owner, bare = split_member(name)
     causes: list[Cause] = []
     for item in interface_changes(before, after, (algorithm,)):
@@ -310,8 +354,10 @@ def explain_member(before: Interface, after: Interface, name: str,
             old, new = item
             if new.member == bare and not owner:
                 causes += _site_moves(new.member, old.sites, new.sites)
-    for olds, news in ((before.output_fields, after.output_fields),
-                       (before.config_keys, after.config_keys)):
+    for olds, news in (
+        (before.output_fields, after.output_fields),
+        (before.config_keys, after.config_keys),
+    ):
         was = {(f.owner, f.name): f for f in olds if f.algorithm == algorithm}
         now = {(f.owner, f.name): f for f in news if f.algorithm == algorithm}
         for k in sorted(set(was) & set(now)):
@@ -336,13 +382,26 @@ def _site_moves(name: str, old: Sequence[Site], new: Sequence[Site]) -> list[Cau
     out = []
     for path in sorted(set(_files(new)) - set(_files(old))):
         site = _first_site([s for s in new if s.path == path])
-        out.append(Cause(CauseKind.FIELD_CHANGED, name,
-                         f"adds a use of `{name}` at {_at(path, site.line)}", path, site.line))
+        out.append(
+            Cause(
+                CauseKind.FIELD_CHANGED,
+                name,
+                f"adds a use of `{name}` at {_at(path, site.line)}",
+                path,
+                site.line,
+            )
+        )
     for path in sorted(set(_files(old)) - set(_files(new))):
         site = _first_site([s for s in old if s.path == path])
-        out.append(Cause(CauseKind.FIELD_CHANGED, name,
-                         f"removes the use of `{name}` at {_at(path, site.line)}", path,
-                         site.line))
+        out.append(
+            Cause(
+                CauseKind.FIELD_CHANGED,
+                name,
+                f"removes the use of `{name}` at {_at(path, site.line)}",
+                path,
+                site.line,
+            )
+        )
     return out
 
 
@@ -368,23 +427,35 @@ class Bisection:
 
     @property
     def transition(self) -> str:
-        """"broke", "fixed", "appears broken", ... ("" when nothing changed)."""
+        """ "broke", "fixed", "appears broken", ... ("" when nothing changed)."""
         if self.found is None:
             return ""
         if self.mode == "member":
             return "changes"
-        names = {("ok", "broken"): "broke", ("broken", "ok"): "fixed",
-                 (ABSENT, "broken"): "appears broken", (ABSENT, "ok"): "appears supported",
-                 (ABSENT, "unknown"): "appears undecided"}
+        names = {
+            ("ok", "broken"): "broke",
+            ("broken", "ok"): "fixed",
+            (ABSENT, "broken"): "appears broken",
+            (ABSENT, "ok"): "appears supported",
+            (ABSENT, "unknown"): "appears undecided",
+        }
         if self.after == ABSENT:
             return "disappears"
         return names.get((self.before, self.after), f"{self.before} → {self.after}")
 
     def to_doc(self, source: str) -> dict[str, Any]:
         def commit(c: CommitInfo | None) -> dict[str, str] | None:
-            return None if c is None else {"id": c.sha, "short": c.sha[:10],
-                                           "subject": c.subject, "author": c.author,
-                                           "date": c.date}
+            return (
+                None
+                if c is None
+                else {
+                    "id": c.sha,
+                    "short": c.sha[:10],
+                    "subject": c.subject,
+                    "author": c.author,
+                    "date": c.date,
+                }
+            )
 
         return {
             "schema": SCHEMA,
@@ -404,8 +475,16 @@ class Bisection:
             "commit": commit(self.found),
             "parent": commit(self.parent),
             "members": list(self.members),
-            "causes": [{"kind": c.kind.value, "member": c.member, "text": c.text,
-                        "path": c.path or None, "line": c.line or None} for c in self.causes],
+            "causes": [
+                {
+                    "kind": c.kind.value,
+                    "member": c.member,
+                    "text": c.text,
+                    "path": c.path or None,
+                    "line": c.line or None,
+                }
+                for c in self.causes
+            ],
         }
 
 
@@ -414,8 +493,12 @@ class CommitHistory:
     most once (several searches over one history share their probes: a binary search
     over the same commits always starts at the same midpoints)."""
 
-    def __init__(self, ws: Workspace, commits: Sequence[CommitInfo],
-                 on_probe: Callable[[CommitInfo, str], None] | None = None) -> None:
+    def __init__(
+        self,
+        ws: Workspace,
+        commits: Sequence[CommitInfo],
+        on_probe: Callable[[CommitInfo, str], None] | None = None,
+    ) -> None:
         if ws.source.kind != "git":
             raise TrackerError("bisect reads commits: it needs a git source (--repo PATH)")
         self.ws = ws
@@ -429,8 +512,7 @@ class CommitHistory:
             self._snapshots[sha] = self.ws.snapshot_of(self.ws.source, sha)
         return self._snapshots[sha]
 
-    def model_state(self, sha: str, model: str, algorithm: str, role: str | None
-                    ) -> ModelState:
+    def model_state(self, sha: str, model: str, algorithm: str, role: str | None) -> ModelState:
         snap = self.snapshot(sha)
         entry = next((e for e in snap.compat.entries if e.name == model), None)
         if entry is None or algorithm not in snap.interface.algorithms:
@@ -439,8 +521,14 @@ class CommitHistory:
         check = snap.compat.check_for(model, algorithm, wanted)
         if check is None:  # a role its kind does not imply: needs the index
             index = self.ws.analyse(self.ws.source, sha).index
-            check = check_entry(index, entry, algorithm, wanted, Needs.of(snap.interface),
-                                f"checked as the {wanted} model on request")
+            check = check_entry(
+                index,
+                entry,
+                algorithm,
+                wanted,
+                Needs.of(snap.interface),
+                f"checked as the {wanted} model on request",
+            )
         return ModelState(check.status, check, snap.interface)
 
     def _probe(self, sha: str, label: str) -> None:
@@ -462,9 +550,18 @@ class CommitHistory:
         if states[first.sha].check is None and states[last.sha].check is None:
             self._unknown_model(model, algorithm)
         chosen = role or next(s.check.role for s in states.values() if s.check is not None)
-        result = Bisection("model", model, algorithm, chosen, first, last,
-                           len(self.commits) - 1, search.evaluated,
-                           states[first.sha].status, states[last.sha].status)
+        result = Bisection(
+            "model",
+            model,
+            algorithm,
+            chosen,
+            first,
+            last,
+            len(self.commits) - 1,
+            search.evaluated,
+            states[first.sha].status,
+            states[last.sha].status,
+        )
         if search.first is None:
             return result
         result.found, result.parent = self.commits[search.first], self.commits[search.first - 1]
@@ -490,22 +587,32 @@ class CommitHistory:
 
         search = first_change([c.sha for c in self.commits], signature)
         first, last = self.commits[0], self.commits[-1]
-        if all(algorithm not in self.snapshot(c.sha).interface.algorithms
-               for c in (first, last)):
-            raise TrackerError(f"no algorithm {algorithm} at {first.sha[:10]} or "
-                               f"{last.sha[:10]}")
-        result = Bisection("member", name, algorithm, "", first, last, len(self.commits) - 1,
-                           search.evaluated, describe_signature(signatures[first.sha], name),
-                           describe_signature(signatures[last.sha], name))
+        if all(algorithm not in self.snapshot(c.sha).interface.algorithms for c in (first, last)):
+            raise TrackerError(f"no algorithm {algorithm} at {first.sha[:10]} or {last.sha[:10]}")
+        result = Bisection(
+            "member",
+            name,
+            algorithm,
+            "",
+            first,
+            last,
+            len(self.commits) - 1,
+            search.evaluated,
+            describe_signature(signatures[first.sha], name),
+            describe_signature(signatures[last.sha], name),
+        )
         if search.first is None:
             return result
         result.found, result.parent = self.commits[search.first], self.commits[search.first - 1]
         result.before = describe_signature(signatures[result.parent.sha], name)
         result.after = describe_signature(signatures[result.found.sha], name)
         result.members = (name,)
-        result.causes = explain_member(self.snapshot(result.parent.sha).interface,
-                                       self.snapshot(result.found.sha).interface, name,
-                                       algorithm)
+        result.causes = explain_member(
+            self.snapshot(result.parent.sha).interface,
+            self.snapshot(result.found.sha).interface,
+            name,
+            algorithm,
+        )
         return result
 
     def _unknown_model(self, model: str, algorithm: str) -> None:
@@ -516,11 +623,15 @@ class CommitHistory:
             known |= {e.name for e in snap.compat.entries}
             algorithms |= set(snap.interface.algorithms)
         if algorithm not in algorithms:
-            raise TrackerError(f"unknown algorithm {algorithm}; these commits have "
-                               f"{', '.join(sorted(algorithms)) or 'none'}")
+            raise TrackerError(
+                f"unknown algorithm {algorithm}; these commits have "
+                f"{', '.join(sorted(algorithms)) or 'none'}"
+            )
         import difflib
 
         near = difflib.get_close_matches(model, sorted(known), n=3)
         hint = f"; did you mean {', '.join(near)}" if near else ""
-        raise TrackerError(f"neither {self.commits[0].sha[:10]} nor "
-                           f"{self.commits[-1].sha[:10]} registers {model}{hint}")
+        raise TrackerError(
+            f"neither {self.commits[0].sha[:10]} nor "
+            f"{self.commits[-1].sha[:10]} registers {model}{hint}"
+        )

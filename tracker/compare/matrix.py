@@ -130,8 +130,15 @@ def build_matrix(
             )
             if event is None and i == 0 and previous_status == status and status in CHECKED:
                 # Already there before the range, as it is at its start.
-                event = Event(model, algorithm, snap.version, ModelEvent.PRESENT, status,
-                              current_missing, previous_version)
+                event = Event(
+                    model,
+                    algorithm,
+                    snap.version,
+                    ModelEvent.PRESENT,
+                    status,
+                    current_missing,
+                    previous_version,
+                )
             if event is not None:
                 m.events.append(event)
             previous_status, previous_missing = status, current_missing

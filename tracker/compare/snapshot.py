@@ -170,9 +170,7 @@ def _entry_classes(compat: Compat) -> list[dict[str, Any]]:
             member: {k: v for k, v in provision_doc(p).items() if k != "member" and v != ""}
             for member, p in sorted(provisions.get(e.name, {}).items())
         }
-        doc["delegations"] = [
-            asdict(d) for _, d in sorted(delegations.get(e.name, {}).items())
-        ]
+        doc["delegations"] = [asdict(d) for _, d in sorted(delegations.get(e.name, {}).items())]
         # The aux-hidden-state contract does not depend on the algorithm either.
         check = contracts.get(e.name)
         if check is not None and check.contract:
@@ -284,8 +282,7 @@ def from_json(text: str) -> Snapshot:
         ],
         warnings=list(doc["warnings"]),
         draft_models={
-            a: DraftModels(d["mode"], d["evidence"])
-            for a, d in doc.get("draft_models", {}).items()
+            a: DraftModels(d["mode"], d["evidence"]) for a, d in doc.get("draft_models", {}).items()
         },
     )
     compat = _load_compat(version, doc, itf)
@@ -311,33 +308,42 @@ def _load_compat(version: str, doc: dict[str, Any], itf: Interface) -> Compat:
     delegations: dict[str, list[Delegation]] = {}
     contracts: dict[str, tuple[tuple[ContractFinding, ...], str]] = {}
     for e in doc["entry_classes"]:
-        entries.append(EntryClass(e["name"], e["key"], e["path"], e["line"], e["kind"],
-                                  e.get("kind_evidence", "")))
+        entries.append(
+            EntryClass(
+                e["name"], e["key"], e["path"], e["line"], e["kind"], e.get("kind_evidence", "")
+            )
+        )
         provisions[e["name"]] = {
             member: Provision(member, p["how"], p.get("where", ""), p.get("line", 0))
             for member, p in e["provisions"].items()
         }
         delegations[e["name"]] = [Delegation(**d) for d in e["delegations"]]
         contracts[e["name"]] = (
-            tuple(ContractFinding(f["rule"], f["message"],
-                                  tuple(ContractSite(**x) for x in f["sites"]))
-                  for f in e.get("contract", ())),
+            tuple(
+                ContractFinding(
+                    f["rule"], f["message"], tuple(ContractSite(**x) for x in f["sites"])
+                )
+                for f in e.get("contract", ())
+            ),
             e.get("contract_unknown", ""),
         )
     paths = {e.name: (e.path, e.kind, e.kind_evidence) for e in entries}
     checks = []
-    verdicts = [(row["model"], row["role"], algorithm, status)
-                for row in doc["checks"] for algorithm, status in row["status"].items()]
+    verdicts = [
+        (row["model"], row["role"], algorithm, status)
+        for row in doc["checks"]
+        for algorithm, status in row["status"].items()
+    ]
     order = {a: i for i, a in enumerate(itf.algorithms)}
     names = [e.name for e in entries]
     # The order build_compat produces: entry classes by name, algorithms in enum order,
     # the target role before the draft role.
-    verdicts.sort(key=lambda v: (names.index(v[0]), order.get(v[2], len(order)),
-                                 v[1] != "target"))
+    verdicts.sort(key=lambda v: (names.index(v[0]), order.get(v[2], len(order)), v[1] != "target"))
     for model, role, algorithm, status in verdicts:
         members = sorted(set(required.get((algorithm, role), [])))
-        provs = tuple(provisions[model].get(m, Provision(m, "unknown", "not recorded"))
-                      for m in members)
+        provs = tuple(
+            provisions[model].get(m, Provision(m, "unknown", "not recorded")) for m in members
+        )
         missing = tuple(p.member for p in provs if p.how == "missing")
         path, kind, kind_evidence = paths[model]
         findings, contract_unknown = contracts[model]
@@ -345,15 +351,25 @@ def _load_compat(version: str, doc: dict[str, Any], itf: Interface) -> Compat:
         if missing or unknown or role != "target" or SETTER not in members:
             findings, contract_unknown = (), ""
         drafts = itf.draft_models.get(algorithm)
-        role_evidence = (drafts.evidence if drafts is not None and role != natural_role(kind)
-                         else "")
-        checks.append(ModelCheck(
-            model, path, kind, algorithm, role, status, missing,
-            tuple(p.member for p in provs if p.how == "unknown"), provs,
-            tuple(d for m in missing for d in delegations[model] if d.member == m),
-            contract=findings, contract_unknown=contract_unknown,
-            kind_evidence=kind_evidence, role_evidence=role_evidence,
-        ))
+        role_evidence = drafts.evidence if drafts is not None and role != natural_role(kind) else ""
+        checks.append(
+            ModelCheck(
+                model,
+                path,
+                kind,
+                algorithm,
+                role,
+                status,
+                missing,
+                tuple(p.member for p in provs if p.how == "unknown"),
+                provs,
+                tuple(d for m in missing for d in delegations[model] if d.member == m),
+                contract=findings,
+                contract_unknown=contract_unknown,
+                kind_evidence=kind_evidence,
+                role_evidence=role_evidence,
+            )
+        )
     return Compat(version, entries=entries, checks=checks)
 
 

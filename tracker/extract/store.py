@@ -65,8 +65,7 @@ def read_cached(base: Path, content_id: str, full: bool = True) -> ModuleFacts |
     except OSError:
         return None
     facts = _decode(blob)
-    if facts is not None and (facts.content_id != content_id
-                              or facts.definitions_only == full):
+    if facts is not None and (facts.content_id != content_id or facts.definitions_only == full):
         facts = None  # a valid entry of another file, copied or renamed into this place
     if facts is None:
         log.warning("facts cache entry %s is corrupt; rebuilding it", content_id)
@@ -85,8 +84,10 @@ def _parse_and_store(
         write_bytes_atomic(_entry_path(base, content_id, full), _encode(facts), durable=False)
     except OSError as exc:  # a full or read-only disk costs speed, not correctness
         if not _write_failed:  # once, not once per file
-            log.warning("could not write to the facts cache (%s); carrying on without it",
-                        exc.strerror or exc)
+            log.warning(
+                "could not write to the facts cache (%s); carrying on without it",
+                exc.strerror or exc,
+            )
         _write_failed.append(content_id)
     return facts
 

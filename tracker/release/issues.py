@@ -78,9 +78,13 @@ class IssueDoc:
         return self.report.fingerprint
 
     def to_dict(self) -> dict[str, Any]:
-        return {"fingerprint": self.fingerprint, "title": self.title,
-                "labels": list(self.labels), "report": self.report.to_dict(),
-                "body": self.body}
+        return {
+            "fingerprint": self.fingerprint,
+            "title": self.title,
+            "labels": list(self.labels),
+            "report": self.report.to_dict(),
+            "body": self.body,
+        }
 
 
 # The commit that broke a model's change, as a document for the templates, or None.
@@ -117,8 +121,12 @@ def report_in(body: str | None) -> IssueFacts | None:
         return None
     try:
         data = json.loads(match.group(1))
-        return IssueFacts(**{k: str(data[k]) for k in
-                         ("kind", "algorithm", "role", "subject", "version", "previous")})
+        return IssueFacts(
+            **{
+                k: str(data[k])
+                for k in ("kind", "algorithm", "role", "subject", "version", "previous")
+            }
+        )
     except (ValueError, KeyError, TypeError):
         return None
 
@@ -142,8 +150,9 @@ def _worth_an_issue(change: Change, compat: Compat) -> bool:
     if change.kind.event is ModelEvent.BROKE:
         return True
     if change.kind is ChangeKind.MODEL_WRAPPER_ADDED_UNSUPPORTED:
-        return change.notable and isinstance(change.new, ModelCheck) \
-            and oversight(change.new, compat)
+        return (
+            change.notable and isinstance(change.new, ModelCheck) and oversight(change.new, compat)
+        )
     return change.kind in MEMBER_KINDS and change.role == "target"
 
 
@@ -153,16 +162,29 @@ def oversight(check: ModelCheck, compat: Compat) -> bool:
     algorithm (the diff's `notable` is broader: any algorithm, the class itself included)."""
     if check.delegations:
         return True
-    return any(c.path == check.path and c.model != check.model and c.status == "ok"
-               and c.algorithm == check.algorithm and c.role == check.role
-               for c in compat.checks)
+    return any(
+        c.path == check.path
+        and c.model != check.model
+        and c.status == "ok"
+        and c.algorithm == check.algorithm
+        and c.role == check.role
+        for c in compat.checks
+    )
 
 
-def build_issues(d: Diff, old: Interface, new: Interface, compat: Compat, *, source: str,
-                 options: RenderOptions,
-                 analysis: Callable[[], IndexedTree | None] | None = None,
-                 known: Container[str] = (), fix_options: str = "",
-                 broke_in: BrokeIn | None = None) -> list[IssueDoc]:
+def build_issues(
+    d: Diff,
+    old: Interface,
+    new: Interface,
+    compat: Compat,
+    *,
+    source: str,
+    options: RenderOptions,
+    analysis: Callable[[], IndexedTree | None] | None = None,
+    known: Container[str] = (),
+    fix_options: str = "",
+    broke_in: BrokeIn | None = None,
+) -> list[IssueDoc]:
     """One issue per reportable change of `d`, in the diff's rank order.
 
     `analysis` loads the new version's files and index, once, when a wrapper has an inner
@@ -184,14 +206,27 @@ def build_issues(d: Diff, old: Interface, new: Interface, compat: Compat, *, sou
     for change in sorted(d.changes, key=rank):
         if not reportable(change, compat):
             continue
-        report = IssueFacts(change.kind, change.algorithm, change.role or "target",
-                        change.subject, d.new_version, d.old_version)
+        report = IssueFacts(
+            change.kind,
+            change.algorithm,
+            change.role or "target",
+            change.subject,
+            d.new_version,
+            d.old_version,
+        )
         filed = report.fingerprint in known
         if change.kind in MODEL_KINDS:
             assert isinstance(change.new, ModelCheck)
             before = change.old if isinstance(change.old, ModelCheck) else None
-            doc = _model_document(report, change.new, before, new, compat,
-                                  (lambda: None) if filed else lazy, fix_options)
+            doc = _model_document(
+                report,
+                change.new,
+                before,
+                new,
+                compat,
+                (lambda: None) if filed else lazy,
+                fix_options,
+            )
             doc["broke_in"] = broke_in(change) if broke_in is not None and not filed else None
         else:
             doc = _member_document(report, change, old, new, compat)
@@ -202,19 +237,27 @@ def build_issues(d: Diff, old: Interface, new: Interface, compat: Compat, *, sou
 
 
 def _common(report: IssueFacts, source: str) -> dict[str, Any]:
-    return {"schema": ISSUE_SCHEMA, "fingerprint": report.fingerprint,
-            "report": report.to_dict(), "kind": ChangeKind.of(report.kind),
-            "algorithm": report.algorithm,
-            "role": report.role, "from": report.previous, "to": report.version,
-            "source": source, "fingerprint_marker": fingerprint_marker(report.fingerprint),
-            "report_marker": report_marker(report)}
+    return {
+        "schema": ISSUE_SCHEMA,
+        "fingerprint": report.fingerprint,
+        "report": report.to_dict(),
+        "kind": ChangeKind.of(report.kind),
+        "algorithm": report.algorithm,
+        "role": report.role,
+        "from": report.previous,
+        "to": report.version,
+        "source": source,
+        "fingerprint_marker": fingerprint_marker(report.fingerprint),
+        "report_marker": report_marker(report),
+    }
 
 
-def _issue(report: IssueFacts, doc: dict[str, Any], options: RenderOptions,
-           render_body: bool = True) -> IssueDoc:
+def _issue(
+    report: IssueFacts, doc: dict[str, Any], options: RenderOptions, render_body: bool = True
+) -> IssueDoc:
     title = _title(report, doc)
     # GitHub refuses titles over 256 characters and bodies over 65536.
-    doc["title"] = title if len(title) <= TITLE_MAX else title[:TITLE_MAX - 1] + "…"
+    doc["title"] = title if len(title) <= TITLE_MAX else title[: TITLE_MAX - 1] + "…"
     doc["labels"] = list(_labels(report))
     if not render_body:
         return IssueDoc(report, doc["title"], tuple(doc["labels"]), "")
@@ -225,8 +268,10 @@ def _issue(report: IssueFacts, doc: dict[str, Any], options: RenderOptions,
         if marker not in body:
             body = marker + "\n" + body
     if len(body) > BODY_MAX:
-        body = body[:BODY_MAX - 200] + "\n\n… (cut to fit a GitHub issue; `tracker diff " \
+        body = (
+            body[: BODY_MAX - 200] + "\n\n… (cut to fit a GitHub issue; `tracker diff "
             f"{report.previous} {report.version} -a {report.algorithm}` has the rest)\n"
+        )
     return IssueDoc(report, doc["title"], tuple(doc["labels"]), body)
 
 
@@ -245,22 +290,36 @@ def _title(report: IssueFacts, doc: dict[str, Any]) -> str:
     hint = ""
     delegated = [m["member"] for m in doc.get("missing", []) if m.get("delegation")]
     if delegated and kind.event is ModelEvent.APPEARED:
-        what = ("it" if len(delegated) == 1 else "them") \
-            if len(delegated) == len(doc["missing"]) else ", ".join(delegated)
+        what = (
+            ("it" if len(delegated) == 1 else "them")
+            if len(delegated) == len(doc["missing"])
+            else ", ".join(delegated)
+        )
         hint = f"; its self.{doc['delegation_attributes'][0]} provides {what}"
-    title = kind.issue.contract_title if broken and kind.issue.contract_title \
-        else kind.issue.title
-    return title.format(algorithm=report.algorithm, subject=report.subject, role=report.role,
-                        version=report.version, missing=missing, hint=hint, broken=broken)
+    title = kind.issue.contract_title if broken and kind.issue.contract_title else kind.issue.title
+    return title.format(
+        algorithm=report.algorithm,
+        subject=report.subject,
+        role=report.role,
+        version=report.version,
+        missing=missing,
+        hint=hint,
+        broken=broken,
+    )
 
 
 # ------------------------------------------------------------------ model issues
 
 
-def _model_document(report: IssueFacts, check: ModelCheck, before: ModelCheck | None,
-                    new: Interface, compat: Compat,
-                    analysis: Callable[[], IndexedTree | None], fix_options: str
-                    ) -> dict[str, Any]:
+def _model_document(
+    report: IssueFacts,
+    check: ModelCheck,
+    before: ModelCheck | None,
+    new: Interface,
+    compat: Compat,
+    analysis: Callable[[], IndexedTree | None],
+    fix_options: str,
+) -> dict[str, Any]:
     requirements = {r.member: r for r in new.for_algorithm(report.algorithm, report.role)}
     delegated: dict[str, Delegation] = {}
     for x in check.delegations:
@@ -271,15 +330,23 @@ def _model_document(report: IssueFacts, check: ModelCheck, before: ModelCheck | 
         req = requirements.get(member)
         d = delegated.get(member)
         old = had.get(member)
-        missing.append({
-            "member": member,
-            # How the class had it in the previous release: where a regression starts.
-            "before": {"how": old.how, "where": old.where, "line": old.line}
-            if old is not None and old.how not in ("missing", "unknown") else None,
-            "requirement": requirement_doc(req) if req is not None else None,
-            "delegation": {"attribute": d.attribute, "inner_class": d.inner_class,
-                           "provided_by": d.provided_by} if d is not None else None,
-        })
+        missing.append(
+            {
+                "member": member,
+                # How the class had it in the previous release: where a regression starts.
+                "before": {"how": old.how, "where": old.where, "line": old.line}
+                if old is not None and old.how not in ("missing", "unknown")
+                else None,
+                "requirement": requirement_doc(req) if req is not None else None,
+                "delegation": {
+                    "attribute": d.attribute,
+                    "inner_class": d.inner_class,
+                    "provided_by": d.provided_by,
+                }
+                if d is not None
+                else None,
+            }
+        )
     found = analysis() if check.delegations else None
     patch = patch_document(found, check) if found is not None else None
     where = _class_site(found, check.model) if found is not None else None
@@ -292,16 +359,16 @@ def _model_document(report: IssueFacts, check: ModelCheck, before: ModelCheck | 
     if report.algorithm != "EAGLE3":
         command += f" --algorithm {report.algorithm}"
     return {
-        "model": {"name": check.model, "path": check.path, "kind": check.kind,
-                  "site": where},
+        "model": {"name": check.model, "path": check.path, "kind": check.kind, "site": where},
         "check": check_doc(check),
         "missing": missing,
         "unknown": list(check.unknown),
         "contract": contract_docs(check),
         "before_contract_unknown": before.contract_unknown if before is not None else "",
         "provided": [p.member for p in check.provisions],
-        "error": (f"AttributeError: '{check.model}' object has no attribute "
-                  f"'{check.missing[0]}'") if check.missing else "",
+        "error": (f"AttributeError: '{check.model}' object has no attribute '{check.missing[0]}'")
+        if check.missing
+        else "",
         "delegation_attributes": sorted({d.attribute for d in check.delegations}),
         "fix_command": command if check.delegations else "",
         "patch": patch,
@@ -330,8 +397,12 @@ def patch_document(found: IndexedTree, check: ModelCheck) -> dict[str, Any] | No
         patch = build_patch(found.tree, found.index, check, key)
     except (TrackerError, KeyError, UnicodeDecodeError):
         return None  # the issue still says which inner model to delegate to
-    return {"path": patch.path, "diff": patch.diff, "members": list(patch.members),
-            "skipped": list(patch.skipped)}
+    return {
+        "path": patch.path,
+        "diff": patch.diff,
+        "members": list(patch.members),
+        "skipped": list(patch.skipped),
+    }
 
 
 def _class_site(found: IndexedTree, model: str) -> dict[str, Any] | None:
@@ -347,8 +418,9 @@ def _class_site(found: IndexedTree, model: str) -> dict[str, Any] | None:
 # ----------------------------------------------------------------- member issues
 
 
-def _member_document(report: IssueFacts, change: Change, old: Interface, new: Interface,
-                     compat: Compat) -> dict[str, Any]:
+def _member_document(
+    report: IssueFacts, change: Change, old: Interface, new: Interface, compat: Compat
+) -> dict[str, Any]:
     req = change.new if isinstance(change.new, Requirement) else None
     before = change.old if isinstance(change.old, Requirement) else None
     shown = req or before
@@ -358,11 +430,19 @@ def _member_document(report: IssueFacts, change: Change, old: Interface, new: In
         for c in compat.checks:
             # Classes in their kind's own role: every generative class lacks a new draft
             # member when loaded as a draft, which would drown the draft classes.
-            if c.algorithm == report.algorithm and c.role == report.role \
-                    and c.role == natural_role(c.kind) and report.subject in c.missing:
-                lacking.append({"model": c.model, "path": c.path,
-                                "delegation": any(d.member == report.subject
-                                                  for d in c.delegations)})
+            if (
+                c.algorithm == report.algorithm
+                and c.role == report.role
+                and c.role == natural_role(c.kind)
+                and report.subject in c.missing
+            ):
+                lacking.append(
+                    {
+                        "model": c.model,
+                        "path": c.path,
+                        "delegation": any(d.member == report.subject for d in c.delegations),
+                    }
+                )
     return {
         "member": requirement_doc(shown),
         "previous": requirement_doc(before) if before is not None else None,
@@ -393,23 +473,34 @@ def fixed_reason(report: IssueFacts, interface: Interface, compat: Compat) -> st
         if ChangeKind.of(report.kind).contract:
             if check.contract_unknown:
                 return None  # ok only because the contract could not be followed
-            return (f"`{report.subject}` no longer breaks {report.algorithm}'s "
-                    f"aux-hidden-state contract at {interface.version}.")
+            return (
+                f"`{report.subject}` no longer breaks {report.algorithm}'s "
+                f"aux-hidden-state contract at {interface.version}."
+            )
         members = ", ".join(f"`{p.member}`" for p in check.provisions) or "every member"
-        return (f"`{report.subject}` provides what {report.algorithm} requires of a "
-                f"{report.role} model at {interface.version} ({members}).")
-    still = [r for r in interface.for_algorithm(report.algorithm, report.role)
-             if r.member == report.subject and r.status == "required"]
+        return (
+            f"`{report.subject}` provides what {report.algorithm} requires of a "
+            f"{report.role} model at {interface.version} ({members})."
+        )
+    still = [
+        r
+        for r in interface.for_algorithm(report.algorithm, report.role)
+        if r.member == report.subject and r.status == "required"
+    ]
     if still:
         return None
-    return (f"{report.algorithm} no longer requires `{report.subject}` of the "
-            f"{report.role} model at {interface.version}.")
+    return (
+        f"{report.algorithm} no longer requires `{report.subject}` of the "
+        f"{report.role} model at {interface.version}."
+    )
 
 
 def fixed_comment(report: IssueFacts, version: str, reason: str) -> str:
-    return (f"{closed_marker(version)}\nFixed in **{version}**: {reason}\n\n"
-            f"Closed by sglang-tracker (this issue reported {report.kind} for "
-            f"{report.algorithm} at {report.version}).\n")
+    return (
+        f"{closed_marker(version)}\nFixed in **{version}**: {reason}\n\n"
+        f"Closed by sglang-tracker (this issue reported {report.kind} for "
+        f"{report.algorithm} at {report.version}).\n"
+    )
 
 
 def closed_marker(version: str) -> str:
@@ -419,20 +510,26 @@ def closed_marker(version: str) -> str:
 # ----------------------------------------------------------------------- output
 
 
-def issues_document(issues: Sequence[IssueDoc], old: str, new: str, source: str
-                    ) -> dict[str, Any]:
-    return {"schema": SCHEMA, "from": old, "to": new, "source": source,
-            "issues": [i.to_dict() for i in issues]}
+def issues_document(issues: Sequence[IssueDoc], old: str, new: str, source: str) -> dict[str, Any]:
+    return {
+        "schema": SCHEMA,
+        "from": old,
+        "to": new,
+        "source": source,
+        "issues": [i.to_dict() for i in issues],
+    }
 
 
 def front_matter(issue: IssueDoc) -> str:
     """The issue as one markdown file: the title and labels as front matter (JSON scalars
     are valid YAML), then the body."""
-    return ("---\n"
-            f"title: {json.dumps(issue.title, ensure_ascii=False)}\n"
-            f"labels: {json.dumps(list(issue.labels))}\n"
-            f"fingerprint: {issue.fingerprint}\n"
-            "---\n" + issue.body)
+    return (
+        "---\n"
+        f"title: {json.dumps(issue.title, ensure_ascii=False)}\n"
+        f"labels: {json.dumps(list(issue.labels))}\n"
+        f"fingerprint: {issue.fingerprint}\n"
+        "---\n" + issue.body
+    )
 
 
 def as_markdown(issues: Sequence[IssueDoc]) -> str:

@@ -60,12 +60,21 @@ class _Ambiguous(Exception):
 class GitHubClient:
     """The few issue endpoints the tracker needs, on one repository."""
 
-    def __init__(self, repo: str, token: str | None, api_url: str | None = None, *,
-                 sleep: Callable[[float], None] | None = None,
-                 clock: Callable[[], float] | None = None,
-                 max_attempts: int = 5, max_wait: float = 120.0, base_delay: float = 1.0,
-                 transport: httpx.BaseTransport | None = None, timeout: float = 30.0,
-                 read_only: bool = False) -> None:
+    def __init__(
+        self,
+        repo: str,
+        token: str | None,
+        api_url: str | None = None,
+        *,
+        sleep: Callable[[float], None] | None = None,
+        clock: Callable[[], float] | None = None,
+        max_attempts: int = 5,
+        max_wait: float = 120.0,
+        base_delay: float = 1.0,
+        transport: httpx.BaseTransport | None = None,
+        timeout: float = 30.0,
+        read_only: bool = False,
+    ) -> None:
         if not _REPO.fullmatch(repo):
             raise TrackerError(f"--post wants OWNER/REPO, not {repo!r}")
         if not token and not read_only:
@@ -85,13 +94,16 @@ class GitHubClient:
         self.max_attempts = max(1, max_attempts)
         self.max_wait = max_wait
         self.base_delay = base_delay
-        headers = {"Accept": "application/vnd.github+json",
-                   "X-GitHub-Api-Version": "2022-11-28",
-                   "User-Agent": f"sglang-tracker/{__version__}"}
+        headers = {
+            "Accept": "application/vnd.github+json",
+            "X-GitHub-Api-Version": "2022-11-28",
+            "User-Agent": f"sglang-tracker/{__version__}",
+        }
         if token:
             headers["Authorization"] = f"Bearer {token}"
-        self._http = httpx.Client(headers=headers, timeout=timeout, transport=transport,
-                                  follow_redirects=False)
+        self._http = httpx.Client(
+            headers=headers, timeout=timeout, transport=transport, follow_redirects=False
+        )
 
     def __enter__(self) -> GitHubClient:
         return self
@@ -104,8 +116,9 @@ class GitHubClient:
     def tracked_issues(self) -> list[RemoteIssue]:
         """Every issue (open and closed) carrying the tracker's label; pull requests left
         out. Follows `Link: rel="next"` to the last page."""
-        url: str | None = (f"{self.api_url}/repos/{self.repo}/issues?state=all"
-                           f"&labels={TRACKER_LABEL}&per_page=100")
+        url: str | None = (
+            f"{self.api_url}/repos/{self.repo}/issues?state=all&labels={TRACKER_LABEL}&per_page=100"
+        )
         out: list[RemoteIssue] = []
         seen: set[str] = set()
         while url is not None:
@@ -116,10 +129,11 @@ class GitHubClient:
             response = self._request("GET", url)
             items = response.json()
             if not isinstance(items, list):
-                raise TrackerError(f"GitHub answered the issue list of {self.repo} with "
-                                   "something that is not a list")
-            out.extend(_issue(i) for i in items
-                       if isinstance(i, dict) and "pull_request" not in i)
+                raise TrackerError(
+                    f"GitHub answered the issue list of {self.repo} with "
+                    "something that is not a list"
+                )
+            out.extend(_issue(i) for i in items if isinstance(i, dict) and "pull_request" not in i)
             url = response.links.get("next", {}).get("url")
         return out
 
@@ -131,12 +145,14 @@ class GitHubClient:
         payload = {"title": title, "body": body, "labels": wanted}
         for attempt in range(self.max_attempts):
             try:
-                response = self._request("POST", self._path("issues"), json=payload,
-                                         idempotent=False)
+                response = self._request(
+                    "POST", self._path("issues"), json=payload, idempotent=False
+                )
             except _Ambiguous as failure:
                 if attempt + 1 == self.max_attempts:
-                    raise TrackerError(f"GitHub kept failing to create an issue on "
-                                       f"{self.repo}: {failure.reason}") from None
+                    raise TrackerError(
+                        f"GitHub kept failing to create an issue on {self.repo}: {failure.reason}"
+                    ) from None
                 self._sleep(self._delay(attempt))
                 if fingerprint is not None:
                     found = self.find(fingerprint)
@@ -149,7 +165,8 @@ class GitHubClient:
                 # without the label can never be found again, and would be filed again.
                 raise TrackerError(
                     f"GitHub created {created.url} without the {TRACKER_LABEL} label (the "
-                    "token may lack push access): stopping so as not to file duplicates")
+                    "token may lack push access): stopping so as not to file duplicates"
+                )
             return created
         raise AssertionError("unreachable")  # pragma: no cover
 
@@ -165,8 +182,7 @@ class GitHubClient:
         while url is not None:
             self._check_origin(url)
             response = self._request("GET", url)
-            bodies.extend(str(c.get("body") or "") for c in response.json()
-                          if isinstance(c, dict))
+            bodies.extend(str(c.get("body") or "") for c in response.json() if isinstance(c, dict))
             url = response.links.get("next", {}).get("url")
         return bodies
 
@@ -177,20 +193,28 @@ class GitHubClient:
             return
         for attempt in range(self.max_attempts):
             try:
-                self._request("POST", self._path(f"issues/{number}/comments"),
-                              json={"body": body}, idempotent=False)
+                self._request(
+                    "POST",
+                    self._path(f"issues/{number}/comments"),
+                    json={"body": body},
+                    idempotent=False,
+                )
                 return
             except _Ambiguous as failure:
                 if attempt + 1 == self.max_attempts:
-                    raise TrackerError(f"GitHub kept failing to comment on #{number}: "
-                                       f"{failure.reason}") from None
+                    raise TrackerError(
+                        f"GitHub kept failing to comment on #{number}: {failure.reason}"
+                    ) from None
                 self._sleep(self._delay(attempt))
                 if marker is not None and any(marker in c for c in self.comments(number)):
                     return
 
     def close_issue(self, number: int) -> None:
-        self._request("PATCH", self._path(f"issues/{number}"),
-                      json={"state": "closed", "state_reason": "completed"})
+        self._request(
+            "PATCH",
+            self._path(f"issues/{number}"),
+            json={"state": "closed", "state_reason": "completed"},
+        )
 
     # ----------------------------------------------------------------- transport
 
@@ -201,14 +225,17 @@ class GitHubClient:
         parts = urlsplit(url)
         if (parts.scheme, parts.netloc) != self._origin:
             # The token goes with every request: never to a host the user did not name.
-            raise TrackerError(f"GitHub linked to {parts.scheme}://{parts.netloc}, not "
-                               f"{self.api_url}; refusing to send the token there")
+            raise TrackerError(
+                f"GitHub linked to {parts.scheme}://{parts.netloc}, not "
+                f"{self.api_url}; refusing to send the token there"
+            )
 
     def _delay(self, attempt: int) -> float:
-        return float(min(self.max_wait, self.base_delay * 2 ** attempt))
+        return float(min(self.max_wait, self.base_delay * 2**attempt))
 
-    def _request(self, method: str, url: str, *, json: Any = None,
-                 idempotent: bool = True) -> httpx.Response:
+    def _request(
+        self, method: str, url: str, *, json: Any = None, idempotent: bool = True
+    ) -> httpx.Response:
         """One request with retries. Non-idempotent requests raise _Ambiguous instead of
         retrying when the server may have acted on them."""
         what = f"{method} {url.removeprefix(self.api_url)}"
@@ -241,10 +268,12 @@ class GitHubClient:
                 if wait > self.max_wait:
                     raise TrackerError(
                         f"GitHub's rate limit is used up for {wait:.0f} s more ({what}); "
-                        "run again later: nothing was lost")
+                        "run again later: nothing was lost"
+                    )
                 if last:
-                    raise TrackerError(f"GitHub kept rate limiting {what} after "
-                                       f"{self.max_attempts} attempts")
+                    raise TrackerError(
+                        f"GitHub kept rate limiting {what} after {self.max_attempts} attempts"
+                    )
                 self._sleep(max(wait, self._delay(attempt)))
                 continue
             if status >= 500:
@@ -252,8 +281,9 @@ class GitHubClient:
                 if not idempotent:
                     raise _Ambiguous(reason)
                 if last:
-                    raise TrackerError(f"GitHub kept failing: {reason} after "
-                                       f"{self.max_attempts} attempts")
+                    raise TrackerError(
+                        f"GitHub kept failing: {reason} after {self.max_attempts} attempts"
+                    )
                 self._sleep(self._delay(attempt))
                 continue
             raise self._refusal(response, what)
@@ -283,14 +313,16 @@ class GitHubClient:
     def _refusal(self, response: httpx.Response, what: str) -> TrackerError:
         status, message = response.status_code, _message(response)
         if status == 401:
-            return TrackerError(f"GitHub rejected the token (401 {message}): check "
-                                f"{TOKEN_ENV}")
+            return TrackerError(f"GitHub rejected the token (401 {message}): check {TOKEN_ENV}")
         if status == 403:
-            return TrackerError(f"GitHub refused {what} (403 {message}): the token needs "
-                                f"permission to read and write issues on {self.repo}")
+            return TrackerError(
+                f"GitHub refused {what} (403 {message}): the token needs "
+                f"permission to read and write issues on {self.repo}"
+            )
         if status == 404:
-            return TrackerError(f"GitHub has no repository {self.repo}, or the token cannot "
-                                f"see it (404 on {what})")
+            return TrackerError(
+                f"GitHub has no repository {self.repo}, or the token cannot see it (404 on {what})"
+            )
         if status == 410:
             return TrackerError(f"issues are disabled on {self.repo} (410)")
         return TrackerError(f"GitHub refused {what} ({status} {message})")
@@ -309,9 +341,14 @@ def _message(response: httpx.Response) -> str:
 def _issue(data: Any) -> RemoteIssue:
     if not isinstance(data, dict) or not isinstance(data.get("number"), int):
         raise TrackerError("GitHub answered with something that is not an issue")
-    labels = tuple(str(x.get("name", "")) if isinstance(x, dict) else str(x)
-                   for x in data.get("labels") or ())
-    return RemoteIssue(number=data["number"], title=str(data.get("title") or ""),
-                       state=str(data.get("state") or "open"),
-                       body=str(data.get("body") or ""), labels=labels,
-                       url=str(data.get("html_url") or data.get("url") or ""))
+    labels = tuple(
+        str(x.get("name", "")) if isinstance(x, dict) else str(x) for x in data.get("labels") or ()
+    )
+    return RemoteIssue(
+        number=data["number"],
+        title=str(data.get("title") or ""),
+        state=str(data.get("state") or "open"),
+        body=str(data.get("body") or ""),
+        labels=labels,
+        url=str(data.get("html_url") or data.get("url") or ""),
+    )

@@ -61,18 +61,20 @@ def parse_error(message: str) -> ParsedError:
         raise TrackerError(
             "cannot read an attribute error or an unpack error from the message; expected "
             "\"'Class' object has no attribute 'member'\" (or the type object / module forms)"
-            " or \"ValueError: too many values to unpack (expected 2)\"")
+            ' or "ValueError: too many values to unpack (expected 2)"'
+        )
     _, form, match = found
     line_start = message.rfind("\n", 0, match.start()) + 1
     line_end = message.find("\n", match.end())
-    text = message[line_start: line_end if line_end >= 0 else len(message)].strip()
+    text = message[line_start : line_end if line_end >= 0 else len(message)].strip()
     return ParsedError(form, match.group(1), match.group(2), text)
 
 
 # A release's version in a traceback's file paths: an unpacked archive or checkout named
 # after it (`.../sglang-0.5.9/python/sglang/...`), an egg (`sglang-0.5.9-py3.11.egg`).
 _PATH_VERSION = re.compile(
-    r'File "[^"\n]*?\bsglang[-_]v?(\d+\.\d+(?:\.\d+)*(?:\.?post\d+)?)(?=[-_/\\.])')
+    r'File "[^"\n]*?\bsglang[-_]v?(\d+\.\d+(?:\.\d+)*(?:\.?post\d+)?)(?=[-_/\\.])'
+)
 
 
 def version_in_paths(traceback: str) -> str | None:
@@ -87,13 +89,18 @@ def module_path(module: str) -> str:
     return "python/" + module.replace(".", "/") + ".py"
 
 
-def triage_document(error: ParsedError, interface: Interface, compat: Compat,
-                    algorithms: tuple[str, ...], source: str,
-                    later: Iterable[tuple[str, Compat]] = (),
-                    patch_for: Callable[[ModelCheck], dict[str, Any] | None] | None = None,
-                    model: str | None = None,
-                    earlier: Iterable[tuple[str, Compat]] = (),
-                    fix_options: str = "") -> dict[str, Any]:
+def triage_document(
+    error: ParsedError,
+    interface: Interface,
+    compat: Compat,
+    algorithms: tuple[str, ...],
+    source: str,
+    later: Iterable[tuple[str, Compat]] = (),
+    patch_for: Callable[[ModelCheck], dict[str, Any] | None] | None = None,
+    model: str | None = None,
+    earlier: Iterable[tuple[str, Compat]] = (),
+    fix_options: str = "",
+) -> dict[str, Any]:
     """Everything the tracker knows about `error` at `interface.version`.
 
     `later` yields (version, compat) of the releases after it, oldest first, lazily: it is
@@ -110,12 +117,18 @@ def triage_document(error: ParsedError, interface: Interface, compat: Compat,
     role = entry.kind if entry is not None and entry.kind in ("target", "draft") else None
     member = error.member
 
-    reqs = [r for r in interface.requirements
-            if member and r.member == member and r.algorithm in algorithms]
+    reqs = [
+        r
+        for r in interface.requirements
+        if member and r.member == member and r.algorithm in algorithms
+    ]
     for_role = [r for r in reqs if role is None or r.role == role]
     other_roles = [r for r in reqs if role is not None and r.role != role]
-    fields = [f for f in interface.output_fields + interface.config_keys
-              if member and f.name == member and f.algorithm in algorithms]
+    fields = [
+        f
+        for f in interface.output_fields + interface.config_keys
+        if member and f.name == member and f.algorithm in algorithms
+    ]
 
     checks: list[dict[str, Any]] = []
     pending: dict[tuple[str, str], ModelCheck] = {}
@@ -123,8 +136,7 @@ def triage_document(error: ParsedError, interface: Interface, compat: Compat,
         for c in compat.checks:
             # The class in its kind's own role: a target's row as a draft is not the
             # role the traceback's requirements were chosen for.
-            if c.model != name or c.algorithm not in algorithms or c.role != natural_role(
-                    c.kind):
+            if c.model != name or c.algorithm not in algorithms or c.role != natural_role(c.kind):
                 continue
             if c.status == "broken":
                 pending[(c.model, c.algorithm)] = c
@@ -152,13 +164,14 @@ def triage_document(error: ParsedError, interface: Interface, compat: Compat,
         suggestions = difflib.get_close_matches(error.class_name, sorted(entries), n=3)
     return {
         "schema": SCHEMA,
-        "error": {"form": error.form, "owner": error.owner, "member": member,
-                  "text": error.text},
+        "error": {"form": error.form, "owner": error.owner, "member": member, "text": error.text},
         "version": version,
         "source": source,
         "algorithms": list(algorithms),
-        "models": [{"name": n, "kind": entries[n].kind, "path": entries[n].path,
-                    "line": entries[n].line} for n in models],
+        "models": [
+            {"name": n, "kind": entries[n].kind, "path": entries[n].path, "line": entries[n].line}
+            for n in models
+        ],
         "did_you_mean": suggestions,
         "role": role,
         "requirements": [requirement_doc(r) for r in for_role],
@@ -173,8 +186,9 @@ def triage_document(error: ParsedError, interface: Interface, compat: Compat,
     }
 
 
-def _models(error: ParsedError, compat: Compat, algorithms: tuple[str, ...],
-            model: str | None) -> list[str]:
+def _models(
+    error: ParsedError, compat: Compat, algorithms: tuple[str, ...], model: str | None
+) -> list[str]:
     """The entry classes the error is about: the one given, the named class, every class
     a named models module registers, or (an unpack error) every class whose contract
     finding explains it."""
@@ -186,8 +200,13 @@ def _models(error: ParsedError, compat: Compat, algorithms: tuple[str, ...],
             raise TrackerError(f"{compat.version} registers no entry class {model}{hint}")
         return [model]
     if error.form == "unpack":
-        return sorted({c.model for c in compat.checks if c.algorithm in algorithms
-                       and any(_explains(f, error) for f in c.contract)})
+        return sorted(
+            {
+                c.model
+                for c in compat.checks
+                if c.algorithm in algorithms and any(_explains(f, error) for f in c.contract)
+            }
+        )
     if error.form == "module":
         path = module_path(error.owner)
         return sorted(e.name for e in compat.entries if e.path == path)
@@ -201,27 +220,44 @@ def _explains(f: ContractFinding, error: ParsedError) -> bool:
     rule = ContractRule.of(f.rule)
     if error.form == "unpack":
         return rule.unpacks
-    return rule is ContractRule.CAPTURE_ATTRIBUTE_MISSING \
+    return (
+        rule is ContractRule.CAPTURE_ATTRIBUTE_MISSING
         and re.search(rf"\b{re.escape(error.member)}\b", f.message) is not None
+    )
 
 
 def _check(c: ModelCheck, error: ParsedError) -> dict[str, Any]:
     member = error.member
-    contract = [{**finding_doc(f), "symptom": ContractRule.of(f.rule).symptom,
-                 "remedy": ContractRule.of(f.rule).remedy, "explains": _explains(f, error)}
-                for f in c.contract]
-    return {"model": c.model, "algorithm": c.algorithm, "role": c.role, "status": c.status,
-            "missing": list(c.missing), "unknown": list(c.unknown),
-            "member_missing": bool(member) and member in c.missing,
-            "delegations": [{"member": d.member, "attribute": d.attribute,
-                             "inner_class": d.inner_class} for d in c.delegations],
-            "contract": contract,
-            "contract_matches": any(f["explains"] for f in contract),
-            **({"contract_unknown": c.contract_unknown} if c.contract_unknown else {})}
+    contract = [
+        {
+            **finding_doc(f),
+            "symptom": ContractRule.of(f.rule).symptom,
+            "remedy": ContractRule.of(f.rule).remedy,
+            "explains": _explains(f, error),
+        }
+        for f in c.contract
+    ]
+    return {
+        "model": c.model,
+        "algorithm": c.algorithm,
+        "role": c.role,
+        "status": c.status,
+        "missing": list(c.missing),
+        "unknown": list(c.unknown),
+        "member_missing": bool(member) and member in c.missing,
+        "delegations": [
+            {"member": d.member, "attribute": d.attribute, "inner_class": d.inner_class}
+            for d in c.delegations
+        ],
+        "contract": contract,
+        "contract_matches": any(f["explains"] for f in contract),
+        **({"contract_unknown": c.contract_unknown} if c.contract_unknown else {}),
+    }
 
 
-def _first_fix(pending: dict[tuple[str, str], ModelCheck],
-               later: Iterable[tuple[str, Compat]]) -> dict[tuple[str, str], str]:
+def _first_fix(
+    pending: dict[tuple[str, str], ModelCheck], later: Iterable[tuple[str, Compat]]
+) -> dict[tuple[str, str], str]:
     found: dict[tuple[str, str], str] = {}
     for version, compat in later:
         for (model, algorithm), _c in pending.items():
@@ -235,8 +271,12 @@ def _first_fix(pending: dict[tuple[str, str], ModelCheck],
     return found
 
 
-def _broken_since(pending: dict[tuple[str, str], ModelCheck], member: str, version: str,
-                  earlier: Iterable[tuple[str, Compat]]) -> dict[tuple[str, str], tuple[str, str]]:
+def _broken_since(
+    pending: dict[tuple[str, str], ModelCheck],
+    member: str,
+    version: str,
+    earlier: Iterable[tuple[str, Compat]],
+) -> dict[tuple[str, str], tuple[str, str]]:
     """(model, algorithm) -> (the first release of the run of releases, up to `version`, in
     which the class is broken as it is now (lacks `member`, or for a contract break, is
     broken); how that run began: "added" (the class is new there), "broke" (it worked
@@ -248,8 +288,11 @@ def _broken_since(pending: dict[tuple[str, str], ModelCheck], member: str, versi
             if row in how:
                 continue
             then = compat.check_for(c.model, row[1])
-            if (then is not None and then.status == "broken"
-                    and (member in then.missing if member else True)):
+            if (
+                then is not None
+                and then.status == "broken"
+                and (member in then.missing if member else True)
+            ):
                 since[row] = older
             elif any(e.name == c.model for e in compat.entries):
                 how[row] = "broke"
@@ -263,16 +306,26 @@ def _broken_since(pending: dict[tuple[str, str], ModelCheck], member: str, versi
 def _patch_check(pending: dict[tuple[str, str], ModelCheck], member: str) -> ModelCheck | None:
     """The broken check whose patch fixes the most: it must delegate `member`; EAGLE3
     first on a tie, as the seed's case."""
-    usable = [c for c in pending.values() if member in c.missing
-              and any(d.member == member for d in c.delegations)]
+    usable = [
+        c
+        for c in pending.values()
+        if member in c.missing and any(d.member == member for d in c.delegations)
+    ]
     if not usable:
         return None
-    return max(usable, key=lambda c: (len({d.member for d in c.delegations}),
-                                      c.algorithm == "EAGLE3", c.algorithm))
+    return max(
+        usable,
+        key=lambda c: (
+            len({d.member for d in c.delegations}),
+            c.algorithm == "EAGLE3",
+            c.algorithm,
+        ),
+    )
 
 
-def _contract_verdict(error: ParsedError, models: list[str], checks: list[dict[str, Any]],
-                      version: str) -> str:
+def _contract_verdict(
+    error: ParsedError, models: list[str], checks: list[dict[str, Any]], version: str
+) -> str:
     """The verdict when the aux-hidden-state contract explains the error, or when the error
     is an unpack error (which only the contract can explain); "" otherwise."""
     explained = [(c, f) for c in checks for f in c["contract"] if f["explains"]]
@@ -280,55 +333,86 @@ def _contract_verdict(error: ParsedError, models: list[str], checks: list[dict[s
         c, f = explained[0]
         names = sorted({x["model"] for x, _ in explained})
         verb = "breaks" if len(names) == 1 else "break"
-        return (f"{', '.join(names)} {verb} the aux-hidden-state contract "
-                f"{c['algorithm']} relies on at {version} ({f['headline']}): {f['message']}")
+        return (
+            f"{', '.join(names)} {verb} the aux-hidden-state contract "
+            f"{c['algorithm']} relies on at {version} ({f['headline']}): {f['message']}"
+        )
     if error.form != "unpack":
         return ""
     if not models:
-        return (f"no entry class at {version} breaks the aux-hidden-state contract in a way "
-                "that raises this error, as the tracker reads it; name the class with -m")
+        return (
+            f"no entry class at {version} breaks the aux-hidden-state contract in a way "
+            "that raises this error, as the tracker reads it; name the class with -m"
+        )
     row = checks[0] if checks else None
     if row is None:
         return f"{models[0]} is not checked for the algorithms asked at {version}"
     if row["missing"]:
-        return (f"{row['model']} lacks {', '.join(row['missing'])} at {version}: it fails "
-                "before any forward, and its contract is not checked")
+        return (
+            f"{row['model']} lacks {', '.join(row['missing'])} at {version}: it fails "
+            "before any forward, and its contract is not checked"
+        )
     if row["contract"]:
-        return (f"{row['model']} breaks the aux-hidden-state contract at {version}, but not "
-                f"in a way that raises this error ({row['contract'][0]['headline']})")
+        return (
+            f"{row['model']} breaks the aux-hidden-state contract at {version}, but not "
+            f"in a way that raises this error ({row['contract'][0]['headline']})"
+        )
     if row.get("contract_unknown"):
-        return (f"the tracker could not follow {row['model']}'s aux-hidden-state contract at "
-                f"{version} ({row['contract_unknown']}); the unpack may come from there")
-    return (f"{row['model']} keeps the aux-hidden-state contract at {version} as the tracker "
-            "reads it; the unpack comes from elsewhere (a patched tree or another version?)")
+        return (
+            f"the tracker could not follow {row['model']}'s aux-hidden-state contract at "
+            f"{version} ({row['contract_unknown']}); the unpack may come from there"
+        )
+    return (
+        f"{row['model']} keeps the aux-hidden-state contract at {version} as the tracker "
+        "reads it; the unpack comes from elsewhere (a patched tree or another version?)"
+    )
 
 
-def _verdict(error: ParsedError, models: list[str], role: str | None, reqs: list[Any],
-             other_roles: list[Any], fields: list[Any], checks: list[dict[str, Any]],
-             version: str) -> str:
+def _verdict(
+    error: ParsedError,
+    models: list[str],
+    role: str | None,
+    reqs: list[Any],
+    other_roles: list[Any],
+    fields: list[Any],
+    checks: list[dict[str, Any]],
+    version: str,
+) -> str:
     member = error.member
     broken = sorted({c["algorithm"] for c in checks if c["member_missing"]})
     if broken:
-        return (f"{', '.join(models)} lacks {member}, which {', '.join(broken)} "
-                f"require{'s' if len(broken) == 1 else ''} of the {role or 'target'} model "
-                f"at {version}")
+        return (
+            f"{', '.join(models)} lacks {member}, which {', '.join(broken)} "
+            f"require{'s' if len(broken) == 1 else ''} of the {role or 'target'} model "
+            f"at {version}"
+        )
     if reqs:
         algs = sorted({r.algorithm for r in reqs})
         who = ", ".join(models) if models else f"'{error.owner}'"
         if models:
-            return (f"{who} provides {member} at {version} as the tracker reads it; "
-                    f"{', '.join(algs)} require{'s' if len(algs) == 1 else ''} it — the "
-                    "crash may come from a patched tree or another version")
-        return (f"{', '.join(algs)} require{'s' if len(algs) == 1 else ''} {member} of the "
-                f"{reqs[0].role} model at {version}; {who} is not an entry class "
-                "registered there")
+            return (
+                f"{who} provides {member} at {version} as the tracker reads it; "
+                f"{', '.join(algs)} require{'s' if len(algs) == 1 else ''} it — the "
+                "crash may come from a patched tree or another version"
+            )
+        return (
+            f"{', '.join(algs)} require{'s' if len(algs) == 1 else ''} {member} of the "
+            f"{reqs[0].role} model at {version}; {who} is not an entry class "
+            "registered there"
+        )
     if other_roles:
         roles = sorted({r.role for r in other_roles})
-        return (f"{member} is required of the {', '.join(roles)} model, not of a {role} "
-                f"model, at {version}")
+        return (
+            f"{member} is required of the {', '.join(roles)} model, not of a {role} "
+            f"model, at {version}"
+        )
     if fields:
-        return (f"{member} is read from {fields[0].owner} by "
-                f"{', '.join(sorted({f.algorithm for f in fields}))} at {version}: the "
-                "forward output (or configuration) lacks it")
-    return (f"no speculative algorithm at {version} requires {member} of a model; the "
-            "error does not come from the interface the tracker knows")
+        return (
+            f"{member} is read from {fields[0].owner} by "
+            f"{', '.join(sorted({f.algorithm for f in fields}))} at {version}: the "
+            "forward output (or configuration) lacks it"
+        )
+    return (
+        f"no speculative algorithm at {version} requires {member} of a model; the "
+        "error does not come from the interface the tracker knows"
+    )

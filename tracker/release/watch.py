@@ -56,9 +56,13 @@ class WatchState:
     history: list[dict[str, Any]] = field(default_factory=list)
 
     def to_json(self) -> str:
-        doc = {"schema": STATE_SCHEMA, "source": self.source,
-               "destination": self.destination, "last_version": self.last_version,
-               "history": self.history}
+        doc = {
+            "schema": STATE_SCHEMA,
+            "source": self.source,
+            "destination": self.destination,
+            "last_version": self.last_version,
+            "history": self.history,
+        }
         return json.dumps(doc, indent=1, ensure_ascii=False) + "\n"
 
 
@@ -75,11 +79,17 @@ def load_state(path: Path) -> WatchState | None:
         doc = json.loads(text)
         if not isinstance(doc, dict) or doc.get("schema") != STATE_SCHEMA:
             raise ValueError
-        return WatchState(str(doc["source"]), str(doc["destination"]),
-                          str(doc["last_version"]), list(doc.get("history", [])))
+        return WatchState(
+            str(doc["source"]),
+            str(doc["destination"]),
+            str(doc["last_version"]),
+            list(doc.get("history", [])),
+        )
     except (ValueError, KeyError, TypeError):
-        raise TrackerError(f"{path} is not a tracker watch state ({STATE_SCHEMA}); "
-                           "move it away or name another --state") from None
+        raise TrackerError(
+            f"{path} is not a tracker watch state ({STATE_SCHEMA}); "
+            "move it away or name another --state"
+        ) from None
 
 
 def save_state(path: Path, state: WatchState) -> None:
@@ -130,8 +140,12 @@ class GitHubSink:
             if fp is None:
                 continue
             self._numbers[fp] = issue.number
-            out[fp] = Tracked(fp, issue.url or f"#{issue.number}", issue.state == "open",
-                              _trusted_report(issue.body, fp))
+            out[fp] = Tracked(
+                fp,
+                issue.url or f"#{issue.number}",
+                issue.state == "open",
+                _trusted_report(issue.body, fp),
+            )
         return out
 
     def file(self, issue: IssueDoc) -> str:
@@ -142,8 +156,9 @@ class GitHubSink:
     def resolve(self, tracked: Tracked, version: str, reason: str) -> None:
         number = self._numbers[tracked.fingerprint]
         assert tracked.report is not None
-        self.client.comment(number, fixed_comment(tracked.report, version, reason),
-                            marker=closed_marker(version))
+        self.client.comment(
+            number, fixed_comment(tracked.report, version, reason), marker=closed_marker(version)
+        )
         self.client.close_issue(number)
 
 
@@ -167,17 +182,20 @@ class DirSink:
         except FileNotFoundError:
             return {}
         except (OSError, ValueError):
-            raise TrackerError(f"{self.index_path} is not readable JSON; move it away") \
-                from None
+            raise TrackerError(f"{self.index_path} is not readable JSON; move it away") from None
         if not isinstance(doc, dict) or doc.get("schema") != INDEX_SCHEMA:
-            raise TrackerError(f"{self.index_path} is not a tracker issue index "
-                               f"({INDEX_SCHEMA})")
-        return {str(e["fingerprint"]): e for e in doc.get("issues", [])
-                if isinstance(e, dict) and "fingerprint" in e}
+            raise TrackerError(f"{self.index_path} is not a tracker issue index ({INDEX_SCHEMA})")
+        return {
+            str(e["fingerprint"]): e
+            for e in doc.get("issues", [])
+            if isinstance(e, dict) and "fingerprint" in e
+        }
 
     def _write_index(self, entries: dict[str, dict[str, Any]]) -> None:
-        ordered = sorted(entries.values(), key=lambda e: (e.get("report", {}).get("version", ""),
-                                                          e.get("file", "")))
+        ordered = sorted(
+            entries.values(),
+            key=lambda e: (e.get("report", {}).get("version", ""), e.get("file", "")),
+        )
         doc = {"schema": INDEX_SCHEMA, "issues": ordered}
         write_text_atomic(self.index_path, json.dumps(doc, indent=1, ensure_ascii=False) + "\n")
 
@@ -187,14 +205,22 @@ class DirSink:
             report = None
             if isinstance(e.get("report"), dict):
                 try:
-                    report = IssueFacts(**{k: str(e["report"][k]) for k in (
-                        "kind", "algorithm", "role", "subject", "version", "previous")})
+                    report = IssueFacts(
+                        **{
+                            k: str(e["report"][k])
+                            for k in ("kind", "algorithm", "role", "subject", "version", "previous")
+                        }
+                    )
                 except KeyError:
                     report = None
             if report is not None and report.fingerprint != fp:
                 report = None
-            out[fp] = Tracked(fp, str(self.directory / str(e.get("file", ""))),
-                              e.get("state", "open") == "open", report)
+            out[fp] = Tracked(
+                fp,
+                str(self.directory / str(e.get("file", ""))),
+                e.get("state", "open") == "open",
+                report,
+            )
         return out
 
     def file(self, issue: IssueDoc) -> str:
@@ -209,8 +235,10 @@ class DirSink:
             write_text_atomic(path, front_matter(issue))
             previous = entries.get(issue.fingerprint, {})
             entries[issue.fingerprint] = {
-                "fingerprint": issue.fingerprint, "title": issue.title,
-                "labels": list(issue.labels), "file": name,
+                "fingerprint": issue.fingerprint,
+                "title": issue.title,
+                "labels": list(issue.labels),
+                "file": name,
                 "report": issue.report.to_dict(),
                 "state": previous.get("state", "open"),
                 **({k: previous[k] for k in ("fixed_in", "fixed_reason") if k in previous}),
@@ -275,15 +303,29 @@ class ReleaseOutcome:
 
     def to_dict(self) -> dict[str, Any]:
         return {
-            "version": self.version, "previous": self.previous,
-            "filed": [{"fingerprint": d.fingerprint, "title": d.title, "ref": ref}
-                      for d, ref in self.filed],
-            "existing": [{"fingerprint": d.fingerprint, "title": d.title, "ref": ref}
-                         for d, ref in self.existing],
-            "closed": [{"fingerprint": t.fingerprint, "ref": t.ref, "reason": reason}
-                       for t, reason in self.closed],
-            "accepted": [{"kind": c.kind, "algorithm": c.algorithm, "subject": c.subject,
-                          "reason": c.accepted} for c in self.accepted],
+            "version": self.version,
+            "previous": self.previous,
+            "filed": [
+                {"fingerprint": d.fingerprint, "title": d.title, "ref": ref}
+                for d, ref in self.filed
+            ],
+            "existing": [
+                {"fingerprint": d.fingerprint, "title": d.title, "ref": ref}
+                for d, ref in self.existing
+            ],
+            "closed": [
+                {"fingerprint": t.fingerprint, "ref": t.ref, "reason": reason}
+                for t, reason in self.closed
+            ],
+            "accepted": [
+                {
+                    "kind": c.kind,
+                    "algorithm": c.algorithm,
+                    "subject": c.subject,
+                    "reason": c.accepted,
+                }
+                for c in self.accepted
+            ],
         }
 
 
@@ -296,25 +338,37 @@ class WatchResult:
     dry_run: bool = False  # nothing was filed, closed or written
 
 
-def issues_between(ws: Workspace, source: Source, old: Snapshot, new: Snapshot,
-                   algorithms: tuple[str, ...], options: RenderOptions,
-                   known: Container[str] = (), broke_in: BrokeIn | None = None
-                   ) -> list[IssueDoc]:
+def issues_between(
+    ws: Workspace,
+    source: Source,
+    old: Snapshot,
+    new: Snapshot,
+    algorithms: tuple[str, ...],
+    options: RenderOptions,
+    known: Container[str] = (),
+    broke_in: BrokeIn | None = None,
+) -> list[IssueDoc]:
     """The issues of the diff old → new; the new version is analysed only when a wrapper
     not yet filed (`known`) has an inner model to delegate to (for the fix patch).
     `broke_in` names the commit that broke a model (see build_issues)."""
     from tracker.compare.diff import diff
 
     result = diff(old.interface, old.compat, new.interface, new.compat, algorithms)
-    return build_issues(result, old.interface, new.interface, new.compat,
-                        source=source.describe(), options=options,
-                        analysis=lambda: ws.analyse(source, new.version), known=known,
-                        fix_options=ws.fix_options(source, new.version),
-                        broke_in=broke_in)
+    return build_issues(
+        result,
+        old.interface,
+        new.interface,
+        new.compat,
+        source=source.describe(),
+        options=options,
+        analysis=lambda: ws.analyse(source, new.version),
+        known=known,
+        fix_options=ws.fix_options(source, new.version),
+        broke_in=broke_in,
+    )
 
 
-def accepted_between(old: Snapshot, new: Snapshot, algorithms: tuple[str, ...]
-                     ) -> list[Change]:
+def accepted_between(old: Snapshot, new: Snapshot, algorithms: tuple[str, ...]) -> list[Change]:
     """The changes old → new that would be filed but that the user accepted."""
     from tracker.compare.diff import diff
 
@@ -322,8 +376,14 @@ def accepted_between(old: Snapshot, new: Snapshot, algorithms: tuple[str, ...]
     return accepted_instead(result, new.compat)
 
 
-def handle_release(ws: Workspace, sink: Sink, previous: str, version: str,
-                   wanted: tuple[str, ...], options: RenderOptions) -> ReleaseOutcome:
+def handle_release(
+    ws: Workspace,
+    sink: Sink,
+    previous: str,
+    version: str,
+    wanted: tuple[str, ...],
+    options: RenderOptions,
+) -> ReleaseOutcome:
     source = ws.source
     old, new = ws.snapshot_of(source, previous), ws.snapshot_of(source, version)
     algorithms = pick_algorithms(algorithms_of(old, new), wanted, skip_unknown=True)
@@ -349,12 +409,19 @@ def handle_release(ws: Workspace, sink: Sink, previous: str, version: str,
     return outcome
 
 
-def run_watch(ws: Workspace, sink: Sink, state_path: Path, *, since: str | None = None,
-              until: str | None = None, algorithms: tuple[str, ...] = (),
-              options: RenderOptions | None = None,
-              on_release: Callable[[ReleaseOutcome], None] | None = None,
-              note: Callable[[str], None] | None = None,
-              dry_run: bool = False) -> WatchResult:
+def run_watch(
+    ws: Workspace,
+    sink: Sink,
+    state_path: Path,
+    *,
+    since: str | None = None,
+    until: str | None = None,
+    algorithms: tuple[str, ...] = (),
+    options: RenderOptions | None = None,
+    on_release: Callable[[ReleaseOutcome], None] | None = None,
+    note: Callable[[str], None] | None = None,
+    dry_run: bool = False,
+) -> WatchResult:
     """Handle the releases after the state's last one (or `since`). With `dry_run`,
     the sink only reads and the state file is neither written nor created."""
     options = options or RenderOptions()
@@ -365,6 +432,7 @@ def run_watch(ws: Workspace, sink: Sink, state_path: Path, *, since: str | None 
     def save(state: WatchState) -> None:
         if not dry_run:
             save_state(state_path, state)
+
     source = ws.source
     if source.kind == "git":
         say(source.fetch())
@@ -372,26 +440,33 @@ def run_watch(ws: Workspace, sink: Sink, state_path: Path, *, since: str | None 
     if not versions:
         raise TrackerError(f"{source.describe()} lists no releases")
     state = load_state(state_path)
-    if state is not None and (state.source, state.destination) != (source.describe(),
-                                                                    sink.destination):
+    if state is not None and (state.source, state.destination) != (
+        source.describe(),
+        sink.destination,
+    ):
         raise TrackerError(
             f"{state_path} records {state.source} → {state.destination}, not "
-            f"{source.describe()} → {sink.destination}; name another --state")
+            f"{source.describe()} → {sink.destination}; name another --state"
+        )
     if since is not None:
         start = source.resolve(since)
         if state is not None and state.last_version != start:
-            say(f"--since {start} overrides {state_path}, which had reached "
+            say(
+                f"--since {start} overrides {state_path}, which had reached "
                 f"{state.last_version}: the releases after {start} are handled again "
                 "(issues already filed are found, not filed twice); leave --since out of "
-                "scheduled runs")
+                "scheduled runs"
+            )
     elif state is not None:
         start = state.last_version
     else:
         newest = versions[-1]
         save(WatchState(source.describe(), sink.destination, newest))
-        say(f"no watch state in {state_path}: {'would record' if dry_run else 'recorded'} "
+        say(
+            f"no watch state in {state_path}: {'would record' if dry_run else 'recorded'} "
             f"{newest} as the starting point and filed nothing; the next run handles the "
-            "releases after it (or give --since VERSION to start earlier)")
+            "releases after it (or give --since VERSION to start earlier)"
+        )
         return WatchResult(state_path, newest, recorded_only=True, dry_run=dry_run)
     begin = parse_version(start)
     if begin is None:
@@ -399,15 +474,19 @@ def run_watch(ws: Workspace, sink: Sink, state_path: Path, *, since: str | None 
     last = source.resolve(until) if until is not None else versions[-1]
     end = parse_version(last) if until is not None else None
     if end is not None and end < begin:
-        raise TrackerError(f"--since {start} is newer than --until {last}: nothing to watch "
-                           "(releases are handled oldest first)")
+        raise TrackerError(
+            f"--since {start} is newer than --until {last}: nothing to watch "
+            "(releases are handled oldest first)"
+        )
     if algorithms:
         # Checked against the newest release in reach, so a typo fails before any work.
         known = ws.snapshot_of(source, last).interface
         unknown = [a for a in algorithms if a.upper() not in known.algorithms]
         if unknown:
-            raise TrackerError(f"unknown algorithm {', '.join(unknown)}; {known.version} has "
-                               f"{', '.join(known.algorithms)}")
+            raise TrackerError(
+                f"unknown algorithm {', '.join(unknown)}; {known.version} has "
+                f"{', '.join(known.algorithms)}"
+            )
     result = WatchResult(state_path, start, dry_run=dry_run)
     if state is None:
         # Recorded at once, so a run with nothing to do still leaves its starting point.
@@ -423,11 +502,16 @@ def run_watch(ws: Workspace, sink: Sink, state_path: Path, *, since: str | None 
         else:
             outcome = handle_release(ws, sink, versions[i - 1], version, algorithms, options)
             result.releases.append(outcome)
-            state.history.append({
-                "version": version, "previous": versions[i - 1],
-                "filed": len(outcome.filed), "existing": len(outcome.existing),
-                "closed": len(outcome.closed),
-                "at": datetime.now(UTC).isoformat(timespec="seconds")})
+            state.history.append(
+                {
+                    "version": version,
+                    "previous": versions[i - 1],
+                    "filed": len(outcome.filed),
+                    "existing": len(outcome.existing),
+                    "closed": len(outcome.closed),
+                    "at": datetime.now(UTC).isoformat(timespec="seconds"),
+                }
+            )
             del state.history[:-HISTORY_KEPT]
         # Only now is the release done: a crash before this line redoes it next time.
         state.last_version = version

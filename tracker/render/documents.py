@@ -310,9 +310,11 @@ def _tolerant_cache() -> Any:
             except OSError as exc:
                 if not self.warned:
                     self.warned = True
-                    log.warning("could not write to the template cache in %s (%s); "
-                                "carrying on without it", self.directory,
-                                exc.strerror or exc)
+                    log.warning(
+                        "could not write to the template cache in %s (%s); carrying on without it",
+                        self.directory,
+                        exc.strerror or exc,
+                    )
 
         def load_bytecode(self, bucket: jinja2.bccache.Bucket) -> None:
             try:
@@ -393,7 +395,9 @@ def history_document(model: str, kind: str, matrices: list[Any], source: str) ->
 
 
 def accepted_rows(
-    compats: Iterable[Compat], algorithms: Iterable[str], roles: Iterable[str] | None = None,
+    compats: Iterable[Compat],
+    algorithms: Iterable[str],
+    roles: Iterable[str] | None = None,
     model: str | None = None,
 ) -> list[dict[str, Any]]:
     """The accepted breaks over several versions (oldest first), one row per matrix row

@@ -29,39 +29,58 @@ def _suppression(c: dict[str, Any]) -> dict[str, Any]:
         return {}
     # Accepted in the user's tracker.toml: SARIF's own way to say "known, keep showing
     # it, do not alert"; code scanning lists it as suppressed.
-    return {"suppressions": [{"kind": "external", "status": "accepted",
-                              "justification": c["accepted"]["reason"]}]}
+    return {
+        "suppressions": [
+            {"kind": "external", "status": "accepted", "justification": c["accepted"]["reason"]}
+        ]
+    }
 
 
 def _results(c: dict[str, Any], sites: dict[str, Any], version: str) -> list[dict[str, Any]]:
     out = []
     for member in c["missing"]:
         locations = [_location(s["path"], s["line"]) for s in sites.get(member, [])[:5]]
-        out.append({
-            "ruleId": "model_wrapper_missing_member",
-            "level": "error",
-            "message": {"text": f"{c['model']} lacks {member}, which {c['algorithm']} "
-                        f"requires of the {c['role']} model"},
-            "locations": locations or [_location(c["path"])],
-            "relatedLocations": [_location(c["path"])],
-            "properties": {"model": c["model"], "algorithm": c["algorithm"],
-                           "member": member, "version": version},
-            **_suppression(c),
-        })
+        out.append(
+            {
+                "ruleId": "model_wrapper_missing_member",
+                "level": "error",
+                "message": {
+                    "text": f"{c['model']} lacks {member}, which {c['algorithm']} "
+                    f"requires of the {c['role']} model"
+                },
+                "locations": locations or [_location(c["path"])],
+                "relatedLocations": [_location(c["path"])],
+                "properties": {
+                    "model": c["model"],
+                    "algorithm": c["algorithm"],
+                    "member": member,
+                    "version": version,
+                },
+                **_suppression(c),
+            }
+        )
     for f in c.get("contract", []):
         first, *rest = f["sites"]
-        out.append({
-            "ruleId": "model_wrapper_contract_broken",
-            "level": "error",
-            "message": {"text": f"{c['model']} breaks {c['algorithm']}'s aux-hidden-state "
-                        f"contract: {f['text']}"},
-            "locations": [_location(first["path"], first["line"])],
-            "relatedLocations": [_location(s["path"], s["line"]) for s in rest]
-            + [_location(c["path"])],
-            "properties": {"model": c["model"], "algorithm": c["algorithm"],
-                           "rule": f["rule"], "version": version},
-            **_suppression(c),
-        })
+        out.append(
+            {
+                "ruleId": "model_wrapper_contract_broken",
+                "level": "error",
+                "message": {
+                    "text": f"{c['model']} breaks {c['algorithm']}'s aux-hidden-state "
+                    f"contract: {f['text']}"
+                },
+                "locations": [_location(first["path"], first["line"])],
+                "relatedLocations": [_location(s["path"], s["line"]) for s in rest]
+                + [_location(c["path"])],
+                "properties": {
+                    "model": c["model"],
+                    "algorithm": c["algorithm"],
+                    "rule": f["rule"],
+                    "version": version,
+                },
+                **_suppression(c),
+            }
+        )
     return out
 
 
@@ -80,8 +99,10 @@ def check_sarif(doc: dict[str, Any], options: RenderOptions) -> dict[str, Any]:
                     "driver": {
                         "name": "sglang-tracker",
                         "version": __version__,
-                        "rules": [{"id": rule, "shortDescription": {"text": text}}
-                                  for rule, text in RULES.items()],
+                        "rules": [
+                            {"id": rule, "shortDescription": {"text": text}}
+                            for rule, text in RULES.items()
+                        ],
                     }
                 },
                 "results": results,

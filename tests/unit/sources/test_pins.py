@@ -34,7 +34,8 @@ Requires-Dist: torch; extra == "srt-hip"
 
 def test_an_unconditional_pin_wins_over_one_under_an_extra() -> None:
     pins = pins_from_requirements(
-        ['torch==2.9.0; extra == "cu130"', "torch==2.8.0", "Transformers==4.57.1"])
+        ['torch==2.9.0; extra == "cu130"', "torch==2.8.0", "Transformers==4.57.1"]
+    )
     assert pins == (("torch", "2.8.0"), ("transformers", "4.57.1"))
 
 
@@ -43,8 +44,9 @@ def test_ranges_wildcards_and_bad_lines_pin_nothing() -> None:
 
 
 def test_among_pins_under_markers_the_first_listed_counts() -> None:
-    pins = pins_from_requirements(['torch==2.7.1; extra == "srt"',
-                                   'torch==2.7.0; extra == "blackwell"'])
+    pins = pins_from_requirements(
+        ['torch==2.7.1; extra == "srt"', 'torch==2.7.0; extra == "blackwell"']
+    )
     assert pins == (("torch", "2.7.1"),)
 
 
@@ -53,8 +55,11 @@ def test_a_release_wheel_pins_what_its_requires_dist_says(tmp_path: Path) -> Non
     with zipfile.ZipFile(wheel, "w") as archive:
         archive.writestr("sglang/srt/__init__.py", "")
         archive.writestr("sglang-0.4.10.dist-info/METADATA", METADATA)
-    tree = PypiTree(SourceIdentity("pypi", wheel.name, "v0.4.10", "sha"), wheel,
-                    {"python/sglang/srt/__init__.py": "cid"})
+    tree = PypiTree(
+        SourceIdentity("pypi", wheel.name, "v0.4.10", "sha"),
+        wheel,
+        {"python/sglang/srt/__init__.py": "cid"},
+    )
     pins = tree.pins()
     assert pins.get("torch") == "2.7.1" and pins.get("transformers") == "4.54.1"
     assert pins.origin == f"the Requires-Dist of {wheel.name}" and pins.release == "v0.4.10"
@@ -88,11 +93,13 @@ def test_a_git_tag_pins_what_its_pyproject_says_at_that_tag(
     make_git_repo: RepoFactory,
 ) -> None:
     srt = {"python/sglang/srt/__init__.py": ""}
-    repo = make_git_repo({
-        "v0.5.8": {**srt, "python/pyproject.toml": PYPROJECT.replace("4.57.1", "4.57.0")},
-        "v0.5.9": {**srt, "python/pyproject.toml": PYPROJECT},
-        "v0.5.10": srt,
-    })
+    repo = make_git_repo(
+        {
+            "v0.5.8": {**srt, "python/pyproject.toml": PYPROJECT.replace("4.57.1", "4.57.0")},
+            "v0.5.9": {**srt, "python/pyproject.toml": PYPROJECT},
+            "v0.5.10": srt,
+        }
+    )
     source = GitSource(repo)
     assert source.tree("v0.5.8").pins().get("transformers") == "4.57.0"
     nine = source.tree("v0.5.9").pins()

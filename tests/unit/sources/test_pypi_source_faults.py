@@ -83,10 +83,17 @@ def cache(tmp_path: Path) -> Path:
 def test_releases_from_the_first_with_a_speculative_worker_on_are_listed_without_prereleases(
     index: FakeIndex,
 ) -> None:
-    index.serve("0.5.10, 0.5.9, 0.5.9rc1, 0.5.8.post1, 0.4.10, 0.4.9, 0.4.1.post4, 0.4.1.post3, "
-                "0.4.1, 0.3.0")
+    index.serve(
+        "0.5.10, 0.5.9, 0.5.9rc1, 0.5.8.post1, 0.4.10, 0.4.9, 0.4.1.post4, 0.4.1.post3, "
+        "0.4.1, 0.3.0"
+    )
     assert PypiSource().versions() == [
-        "v0.4.1.post4", "v0.4.9", "v0.4.10", "v0.5.8.post1", "v0.5.9", "v0.5.10"
+        "v0.4.1.post4",
+        "v0.4.9",
+        "v0.4.10",
+        "v0.5.8.post1",
+        "v0.5.9",
+        "v0.5.10",
     ]
 
 
