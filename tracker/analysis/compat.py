@@ -16,39 +16,13 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 
 from tracker.analysis.contract import SETTER, ContractFinding, check_contract
-from tracker.analysis.externals import EMPTY_BASES, ExternalBases, bases_for
+from tracker.analysis.externals import EMPTY_BASES, OBJECT_MEMBERS, ExternalBases, bases_for
 from tracker.analysis.index import ClassInfo, Resolution, VersionIndex, key
 from tracker.analysis.interface import Interface
 from tracker.analysis.kinds import KindFinder
 from tracker.analysis.roles import RoleRules, load_rules
 from tracker.analysis.vocabulary import PROVIDED, CheckStatus, ProvisionKind
 
-# What every Python object has, from `object` itself.
-OBJECT_MEMBERS = frozenset(
-    {
-        "__class__",
-        "__delattr__",
-        "__dict__",
-        "__dir__",
-        "__doc__",
-        "__eq__",
-        "__format__",
-        "__getattribute__",
-        "__hash__",
-        "__init__",
-        "__init_subclass__",
-        "__module__",
-        "__ne__",
-        "__new__",
-        "__reduce__",
-        "__reduce_ex__",
-        "__repr__",
-        "__setattr__",
-        "__sizeof__",
-        "__str__",
-        "__subclasshook__",
-    }
-)
 # The base every model has: naming it on every missing member would say nothing.
 UBIQUITOUS_BASE = "torch.nn.Module"
 MAX_FORWARD_DEPTH = 3

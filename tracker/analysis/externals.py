@@ -26,6 +26,38 @@ INVENTORY = "external_bases.json"
 
 # Bases outside every inventoried package that contribute no model members.
 EMPTY_BASES = frozenset({"abc.ABC", "typing.Generic", "typing.Protocol", "object", "enum.Enum"})
+# What every Python object has, from `object` itself: never a member a model must provide.
+OBJECT_MEMBERS = frozenset(
+    {
+        "__class__",
+        "__delattr__",
+        "__dict__",
+        "__dir__",
+        "__doc__",
+        "__eq__",
+        "__format__",
+        "__ge__",
+        "__getattribute__",
+        "__getstate__",
+        "__gt__",
+        "__hash__",
+        "__init__",
+        "__init_subclass__",
+        "__le__",
+        "__lt__",
+        "__module__",
+        "__ne__",
+        "__new__",
+        "__reduce__",
+        "__reduce_ex__",
+        "__repr__",
+        "__setattr__",
+        "__sizeof__",
+        "__str__",
+        "__subclasshook__",
+        "__weakref__",
+    }
+)
 
 
 @dataclass(frozen=True)
@@ -214,14 +246,25 @@ def bases_for(pins: Pins) -> ExternalBases:
     return ExternalBases(load_inventory(), pins)
 
 
+@lru_cache(maxsize=16)
+def every_model_has(pins: Pins) -> frozenset[str]:
+    """What every model has whatever its class: `object`'s members and `torch.nn.Module`'s
+    at the torch version `pins` name (nearest inventoried; its `forward` raises, so it is
+    not among them). Using one asks nothing of a model class."""
+    module = bases_for(pins).lookup("torch.nn.Module")
+    return OBJECT_MEMBERS | (module.members if module is not None else frozenset())
+
+
 __all__ = [
     "EMPTY_BASES",
+    "OBJECT_MEMBERS",
     "ExternalBases",
     "ExternalClass",
     "Inventory",
     "InventoryError",
     "PackageRelease",
     "bases_for",
+    "every_model_has",
     "load_inventory",
     "parse_inventory",
 ]

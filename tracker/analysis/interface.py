@@ -20,114 +20,12 @@ from dataclasses import dataclass, field
 from tracker.analysis.algorithms import Algorithms, Pair, discover, worker_roots
 from tracker.analysis.callgraph import CallGraph
 from tracker.analysis.drafts import DraftModels, draft_models
+from tracker.analysis.externals import every_model_has
 from tracker.analysis.index import VersionIndex, key, split_key
 from tracker.analysis.roles import ReceiverRule, RoleRules, load_rules
 from tracker.analysis.vocabulary import STATUS_ORDER as STATUS_ORDER
 from tracker.analysis.vocabulary import Guard, RequirementStatus
 from tracker.extract.facts import Branch, Call, Context, FunctionDef, ModuleFacts, Read
-
-# Members every Python object and every torch.nn.Module has (the models are nn.Modules):
-# using one asks nothing of a model class, so it is never a requirement
-# (`model.__class__.__name__` in a message, `model.named_modules()`). The nn.Module part is
-# its public API in torch 2.x; one set, so that it can follow an inventory of torch itself.
-OBJECT_MEMBERS = frozenset(
-    {
-        "__class__",
-        "__delattr__",
-        "__dict__",
-        "__dir__",
-        "__doc__",
-        "__eq__",
-        "__format__",
-        "__ge__",
-        "__getattribute__",
-        "__getstate__",
-        "__gt__",
-        "__hash__",
-        "__init__",
-        "__init_subclass__",
-        "__le__",
-        "__lt__",
-        "__module__",
-        "__ne__",
-        "__new__",
-        "__reduce__",
-        "__reduce_ex__",
-        "__repr__",
-        "__setattr__",
-        "__sizeof__",
-        "__str__",
-        "__subclasshook__",
-        "__weakref__",
-    }
-)
-NN_MODULE_MEMBERS = frozenset(
-    {
-        "T_destination",
-        "add_module",
-        "apply",
-        "bfloat16",
-        "buffers",
-        "call_super_init",
-        "children",
-        "compile",
-        "cpu",
-        "cuda",
-        "double",
-        "dump_patches",
-        "eval",
-        "extra_repr",
-        "float",
-        "get_buffer",
-        "get_extra_state",
-        "get_parameter",
-        "get_submodule",
-        "half",
-        "ipu",
-        "load_state_dict",
-        "modules",
-        "mtia",
-        "named_buffers",
-        "named_children",
-        "named_modules",
-        "named_parameters",
-        "parameters",
-        "register_backward_hook",
-        "register_buffer",
-        "register_forward_hook",
-        "register_forward_pre_hook",
-        "register_full_backward_hook",
-        "register_full_backward_pre_hook",
-        "register_load_state_dict_post_hook",
-        "register_load_state_dict_pre_hook",
-        "register_module",
-        "register_parameter",
-        "register_state_dict_post_hook",
-        "register_state_dict_pre_hook",
-        "requires_grad_",
-        "set_extra_state",
-        "set_submodule",
-        "share_memory",
-        "state_dict",
-        "to",
-        "to_empty",
-        "train",
-        "training",
-        "type",
-        "xpu",
-        "zero_grad",
-        "__call__",
-        "__getattr__",
-        "__setattr__",
-        "__delattr__",
-        "__dir__",
-        "__setstate__",
-        "_parameters",
-        "_buffers",
-        "_modules",
-    }
-)
-EVERY_MODEL_HAS = OBJECT_MEMBERS | NN_MODULE_MEMBERS
 
 
 @dataclass(frozen=True, order=True)
@@ -471,6 +369,9 @@ class _Collector:
 
     def __init__(self, an: _Reachability) -> None:
         self.an = an
+        # Members every object and every torch.nn.Module has (at the pinned torch): using
+        # one asks nothing of a model class (`model.__class__.__name__`, `named_modules()`).
+        self.universal = every_model_has(an.index.pins)
         # (algorithm, role, member) -> sites, and the members that can stand in. One slot
         # per member whether it is called or read: a site's arity tells which use it is.
         self.found: dict[tuple[str, str, str], list[Site]] = defaultdict(list)
@@ -492,7 +393,7 @@ class _Collector:
     ) -> None:
         """One use of `member` on a model whose receiver (aliases expanded) is `receiver`:
         a call when `arity` is given, else an attribute read or probe."""
-        if member in EVERY_MODEL_HAS or context.in_message:
+        if member in self.universal or context.in_message:
             return
         an = self.an
         scope = context.scope
