@@ -105,10 +105,8 @@ def check(
     and as the draft where the algorithm loads such classes as its draft (`--kind draft`
     or `all` shows those rows); a draft class as the draft of its algorithms. `--role`
     checks the named classes in one role, whatever their kind."""
-    from tracker.analysis.compat import build_compat
     from tracker.compare.snapshot import pick_algorithms
-    from tracker.render.documents import check_document, render
-    from tracker.render.sarif import check_sarif
+    from tracker.render.documents import check_document
 
     req_spec = requirements_spec or version
     mod_spec = models_spec or version
@@ -118,53 +116,93 @@ def check(
         raise TrackerError("--role needs -m/--model: the classes to check in that role")
     rsrc, rversion = ws.resolve(req_spec)
     req_snap = ws.snapshot_of(rsrc, rversion)
-    index: VersionIndex | None = None
+    index: VersionIndex | None = None  # built only when the models come from another version
     if mod_spec == req_spec:
         compat = req_snap.compat
         models_version = req_snap.version
         fix_options = ws.fix_options(rsrc, rversion)
     else:
-        msrc, mversion = ws.resolve(mod_spec)
-        analysis = ws.analyse(msrc, mversion)
-        index = analysis.index
-        compat = ws.mark(build_compat(analysis.index, req_snap.interface))
-        models_version = mod_spec if mversion == "local" else mversion
-        fix_options = ws.fix_options(msrc, mversion, ws.version_arg(rsrc, rversion))
+        compat, index, models_version, fix_options = _models_against(
+            ws, mod_spec, req_snap.interface, ws.version_arg(rsrc, rversion)
+        )
     chosen = pick_algorithms(req_snap.interface.algorithms, algorithms)
     warn_unknown_accepted(ws, req_snap.interface.algorithms)
-    known = {e.name for e in compat.entries}
-    for name in models:
-        if name not in known:
-            hint = suggest(name, sorted(known))
-            raise TrackerError(f"{models_version} registers no entry class {name}{hint}")
-    if role is not None:
-        selected = _in_role(ws, mod_spec, index, compat, req_snap.interface, models, chosen, role)
-    else:
-        selected = [
-            c
-            for c in compat.checks
-            if c.algorithm in chosen
-            and c.role in _kinds(kind)
-            and (not models or c.model in models)
-        ]
-    if models and role is None:
-        _note_unchecked(models, selected, compat, chosen, kind)
+    _require_registered(models, compat, models_version)
+    selected = _selected_checks(
+        ws, mod_spec, index, compat, req_snap.interface, models, chosen, kind, role
+    )
     doc = check_document(compat, selected, req_snap.version, models_version, ws.source.describe())
     doc["requirements"] = _required_sites(req_snap.interface, chosen)
     doc["show_all"] = show_all or bool(models)
     doc["explain_kinds"] = explain_kinds
     doc["fix_options"] = fix_options
     flush_warnings(ws)
-    if fmt == "sarif":
-        from tracker.render.documents import document_json
-
-        emit(document_json(check_sarif(doc, render_options)))
-    else:
-        emit(render("check", fmt, doc, replace(render_options, show_all=show_all)))
+    emit(_check_output(doc, fmt, render_options, show_all))
     bad = {"broken"} if fail_on == "broken" else {"broken", "unknown"} if fail_on else set()
     # Accepted breaks (tracker.toml) are reported above but fail nothing.
     if any(c.status in bad and not c.accepted for c in selected):
         raise Failed
+
+
+def _check_output(
+    doc: dict[str, Any], fmt: str, render_options: RenderOptions, show_all: bool
+) -> str:
+    from tracker.render.documents import document_json, render
+    from tracker.render.sarif import check_sarif
+
+    if fmt == "sarif":
+        return document_json(check_sarif(doc, render_options))
+    return render("check", fmt, doc, replace(render_options, show_all=show_all))
+
+
+def _models_against(
+    ws: Workspace, mod_spec: str, itf: Interface, requirements_arg: str
+) -> tuple[Compat, VersionIndex, str, str]:
+    """The classes of `mod_spec` checked against another version's requirements `itf`:
+    their compat, the index it was built from (kept for `--role`), the version to show
+    and the `tracker fix` options that name both versions."""
+    from tracker.analysis.compat import build_compat
+
+    msrc, mversion = ws.resolve(mod_spec)
+    analysis = ws.analyse(msrc, mversion)
+    compat = ws.mark(build_compat(analysis.index, itf))
+    models_version = mod_spec if mversion == "local" else mversion
+    return compat, analysis.index, models_version, ws.fix_options(msrc, mversion, requirements_arg)
+
+
+def _require_registered(models: tuple[str, ...], compat: Compat, models_version: str) -> None:
+    known = {e.name for e in compat.entries}
+    for name in models:
+        if name not in known:
+            hint = suggest(name, sorted(known))
+            raise TrackerError(f"{models_version} registers no entry class {name}{hint}")
+
+
+def _selected_checks(
+    ws: Workspace,
+    mod_spec: str,
+    index: VersionIndex | None,
+    compat: Compat,
+    itf: Interface,
+    models: tuple[str, ...],
+    algorithms: tuple[str, ...],
+    kind: str,
+    role: str | None,
+) -> list[ModelCheck]:
+    """The rows to show: the named classes in `role`, or every check (of the named classes)
+    in the roles `kind` picks."""
+    if role is not None:
+        return _in_role(ws, mod_spec, index, compat, itf, models, algorithms, role)
+    selected = [
+        c
+        for c in compat.checks
+        if c.algorithm in algorithms
+        and c.role in _kinds(kind)
+        and (not models or c.model in models)
+    ]
+    if models:
+        _note_unchecked(models, selected, compat, algorithms, kind)
+    return selected
 
 
 def _note_unchecked(

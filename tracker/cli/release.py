@@ -33,10 +33,12 @@ from tracker.cli.options import (
 from tracker.common.errors import SourceError, TrackerError
 
 if TYPE_CHECKING:
+    from contextlib import ExitStack
+
     from tracker.analysis.compat import Compat
     from tracker.compare.diff import Change
     from tracker.compare.workspace import Workspace
-    from tracker.release.watch import ReleaseOutcome, Sink
+    from tracker.release.watch import ReleaseOutcome, Sink, WatchResult
     from tracker.render.documents import RenderOptions
     from tracker.sources.base import Source
 
@@ -250,27 +252,13 @@ def watch(
       GITHUB_TOKEN=... tracker watch --post OWNER/REPO --state .tracker/watch.json -a EAGLE3
     """
     import contextlib
-    import os
 
     from tracker.release.watch import run_watch
 
     if (out_dir is None) == (post is None):
         raise TrackerError("give exactly one of --out DIR and --post OWNER/REPO")
     with contextlib.ExitStack() as stack:
-        sink: Sink
-        if post is not None:
-            from tracker.release.publish import TOKEN_ENV, GitHubClient
-            from tracker.release.watch import GitHubSink
-
-            client = stack.enter_context(
-                GitHubClient(post, os.environ.get(TOKEN_ENV), api_url, read_only=dry_run)
-            )
-            sink = GitHubSink(client)
-        else:
-            from tracker.release.watch import DirSink
-
-            assert out_dir is not None
-            sink = DirSink(out_dir)
+        sink = _watch_sink(stack, out_dir, post, api_url, dry_run)
         path = state_path or _default_state(ws.source.describe(), sink.destination)
 
         def note(message: str) -> None:
@@ -294,33 +282,64 @@ def watch(
         )
     flush_warnings(ws)
     if fmt == "json":
-        from tracker.render.documents import document_json
-
-        emit(
-            document_json(
-                {
-                    "schema": "sglang-tracker/watch@2",
-                    "source": ws.source.describe(),
-                    "destination": sink.destination,
-                    "state": str(result.state_path),
-                    "started_from": result.started_from,
-                    "recorded_only": result.recorded_only,
-                    "dry_run": result.dry_run,
-                    "releases": [r.to_dict() for r in result.releases],
-                }
-            )
-        )
+        emit(_watch_json(ws, sink, result))
     elif not result.recorded_only:
-        last = result.releases[-1].version if result.releases else result.started_from
-        state = f"state {result.state_path}" + (" left as it was" if dry_run else "")
-        if not result.releases:
-            click.echo(f"no release after {result.started_from} · {state}")
-        else:
-            click.echo(
-                f"{len(result.releases)} release"
-                f"{'' if len(result.releases) == 1 else 's'} "
-                f"{'looked at (dry run)' if dry_run else 'handled'}, up to {last} · {state}"
-            )
+        click.echo(_watch_summary(result, dry_run))
+
+
+def _watch_sink(
+    stack: ExitStack,
+    out_dir: Path | None,
+    post: str | None,
+    api_url: str | None,
+    dry_run: bool,
+) -> Sink:
+    """The sink `--post` or `--out` names; a GitHub client stays open until `stack` closes.
+    A dry run's client is read-only itself (and needs no token), not only its sink."""
+    import os
+
+    if post is not None:
+        from tracker.release.publish import TOKEN_ENV, GitHubClient
+        from tracker.release.watch import GitHubSink
+
+        client = stack.enter_context(
+            GitHubClient(post, os.environ.get(TOKEN_ENV), api_url, read_only=dry_run)
+        )
+        return GitHubSink(client)
+    from tracker.release.watch import DirSink
+
+    assert out_dir is not None
+    return DirSink(out_dir)
+
+
+def _watch_json(ws: Workspace, sink: Sink, result: WatchResult) -> str:
+    from tracker.render.documents import document_json
+
+    return document_json(
+        {
+            "schema": "sglang-tracker/watch@2",
+            "source": ws.source.describe(),
+            "destination": sink.destination,
+            "state": str(result.state_path),
+            "started_from": result.started_from,
+            "recorded_only": result.recorded_only,
+            "dry_run": result.dry_run,
+            "releases": [r.to_dict() for r in result.releases],
+        }
+    )
+
+
+def _watch_summary(result: WatchResult, dry_run: bool) -> str:
+    """The run's last line: how many releases, up to which, and where the state is."""
+    last = result.releases[-1].version if result.releases else result.started_from
+    state = f"state {result.state_path}" + (" left as it was" if dry_run else "")
+    if not result.releases:
+        return f"no release after {result.started_from} · {state}"
+    return (
+        f"{len(result.releases)} release"
+        f"{'' if len(result.releases) == 1 else 's'} "
+        f"{'looked at (dry run)' if dry_run else 'handled'}, up to {last} · {state}"
+    )
 
 
 def _default_state(source: str, destination: str) -> Path:

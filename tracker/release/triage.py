@@ -18,7 +18,7 @@ from typing import Any
 
 from tracker.analysis.compat import Compat, ModelCheck, natural_role
 from tracker.analysis.contract import ContractFinding, ContractRule
-from tracker.analysis.interface import Interface
+from tracker.analysis.interface import FieldUse, Interface, Requirement
 from tracker.common.errors import TrackerError
 from tracker.render.documents import field_doc, finding_doc, requirement_doc
 
@@ -116,49 +116,11 @@ def triage_document(
     entry = entries.get(models[0]) if len(models) == 1 else None
     role = entry.kind if entry is not None and entry.kind in ("target", "draft") else None
     member = error.member
-
-    reqs = [
-        r
-        for r in interface.requirements
-        if member and r.member == member and r.algorithm in algorithms
-    ]
-    for_role = [r for r in reqs if role is None or r.role == role]
-    other_roles = [r for r in reqs if role is not None and r.role != role]
-    fields = [
-        f
-        for f in interface.output_fields + interface.config_keys
-        if member and f.name == member and f.algorithm in algorithms
-    ]
-
-    checks: list[dict[str, Any]] = []
-    pending: dict[tuple[str, str], ModelCheck] = {}
-    for name in models:
-        for c in compat.checks:
-            # The class in its kind's own role: a target's row as a draft is not the
-            # role the traceback's requirements were chosen for.
-            if c.model != name or c.algorithm not in algorithms or c.role != natural_role(c.kind):
-                continue
-            if c.status == "broken":
-                pending[(c.model, c.algorithm)] = c
-            checks.append(_check(c, error))
-    fixed_in = _first_fix(pending, later) if pending else {}
-    since = _broken_since(pending, member, version, earlier) if pending else {}
-    for shown in checks:
-        row = (shown["model"], shown["algorithm"])
-        shown["fixed_in"] = fixed_in.get(row, "")
-        first, how = since.get(row, ("", ""))
-        shown["broken_since"], shown["broken_since_how"] = first, how
-
-    patch = None
+    for_role, other_roles, fields = _member_uses(interface, member, algorithms, role)
+    checks, pending = _checks(error, compat, models, algorithms)
+    _date_breaks(checks, pending, member, version, later, earlier)
     chosen = _patch_check(pending, member)
-    if chosen is not None and patch_for is not None:
-        patch = patch_for(chosen)
-    command = ""
-    if chosen is not None:
-        command = f"tracker fix {chosen.model} {fix_options or f'--at {version}'}"
-        if chosen.algorithm != "EAGLE3":
-            command += f" --algorithm {chosen.algorithm}"
-
+    patch = patch_for(chosen) if chosen is not None and patch_for is not None else None
     suggestions: list[str] = []
     if not models and error.form in ("object", "class"):
         suggestions = difflib.get_close_matches(error.class_name, sorted(entries), n=3)
@@ -179,11 +141,81 @@ def triage_document(
         "fields": [field_doc(f) for f in fields],
         "workers": {a: list(interface.workers.get(a, ())) for a in algorithms},
         "checks": checks,
-        "fix_command": command,
+        "fix_command": _fix_command(chosen, version, fix_options),
         "patch": patch,
         "verdict": _contract_verdict(error, models, checks, version)
         or _verdict(error, models, role, for_role, other_roles, fields, checks, version),
     }
+
+
+def _member_uses(
+    interface: Interface, member: str, algorithms: tuple[str, ...], role: str | None
+) -> tuple[list[Requirement], list[Requirement], list[FieldUse]]:
+    """The requirements on `member` in the class's role, those in the other role (shown
+    apart: they do not explain this class's crash), and the output fields and config keys
+    named `member`. All empty for an unpack error, which names no member."""
+    reqs = [
+        r
+        for r in interface.requirements
+        if member and r.member == member and r.algorithm in algorithms
+    ]
+    for_role = [r for r in reqs if role is None or r.role == role]
+    other_roles = [r for r in reqs if role is not None and r.role != role]
+    fields = [
+        f
+        for f in interface.output_fields + interface.config_keys
+        if member and f.name == member and f.algorithm in algorithms
+    ]
+    return for_role, other_roles, fields
+
+
+def _checks(
+    error: ParsedError, compat: Compat, models: list[str], algorithms: tuple[str, ...]
+) -> tuple[list[dict[str, Any]], dict[tuple[str, str], ModelCheck]]:
+    """The shown check of each model and algorithm, and the broken ones by (model,
+    algorithm)."""
+    checks: list[dict[str, Any]] = []
+    pending: dict[tuple[str, str], ModelCheck] = {}
+    for name in models:
+        for c in compat.checks:
+            # The class in its kind's own role: a target's row as a draft is not the
+            # role the traceback's requirements were chosen for.
+            if c.model != name or c.algorithm not in algorithms or c.role != natural_role(c.kind):
+                continue
+            if c.status == "broken":
+                pending[(c.model, c.algorithm)] = c
+            checks.append(_check(c, error))
+    return checks, pending
+
+
+def _date_breaks(
+    checks: list[dict[str, Any]],
+    pending: dict[tuple[str, str], ModelCheck],
+    member: str,
+    version: str,
+    later: Iterable[tuple[str, Compat]],
+    earlier: Iterable[tuple[str, Compat]],
+) -> None:
+    """Fill in each shown check's `fixed_in` and `broken_since`. With nothing broken,
+    `later` and `earlier` are not read at all: each release read may mean an analysis."""
+    fixed_in = _first_fix(pending, later) if pending else {}
+    since = _broken_since(pending, member, version, earlier) if pending else {}
+    for shown in checks:
+        row = (shown["model"], shown["algorithm"])
+        shown["fixed_in"] = fixed_in.get(row, "")
+        first, how = since.get(row, ("", ""))
+        shown["broken_since"], shown["broken_since_how"] = first, how
+
+
+def _fix_command(chosen: ModelCheck | None, version: str, fix_options: str) -> str:
+    """The `tracker fix` line for the chosen check ("" without one); EAGLE3 is its
+    default algorithm, so only another one is named."""
+    if chosen is None:
+        return ""
+    command = f"tracker fix {chosen.model} {fix_options or f'--at {version}'}"
+    if chosen.algorithm != "EAGLE3":
+        command += f" --algorithm {chosen.algorithm}"
+    return command
 
 
 def _models(

@@ -17,6 +17,8 @@ from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any, Protocol
 
+from packaging.version import Version
+
 from tracker.common.atomic import write_text_atomic
 from tracker.common.errors import TrackerError
 from tracker.compare.diff import Change
@@ -409,6 +411,100 @@ def handle_release(
     return outcome
 
 
+def _releases(source: Source, say: Callable[[str], None]) -> list[str]:
+    # A git source is fetched first: the tags published since the last run are the point.
+    if source.kind == "git":
+        say(source.fetch())
+    versions = source.versions()
+    if not versions:
+        raise TrackerError(f"{source.describe()} lists no releases")
+    return versions
+
+
+def _first_run_note(state_path: Path, newest: str, dry_run: bool) -> str:
+    # A first run without --since files nothing: a new watch would otherwise file every
+    # break of every release in the source's history at once.
+    return (
+        f"no watch state in {state_path}: {'would record' if dry_run else 'recorded'} "
+        f"{newest} as the starting point and filed nothing; the next run handles the "
+        "releases after it (or give --since VERSION to start earlier)"
+    )
+
+
+def _matching_state(state_path: Path, source: Source, sink: Sink) -> WatchState | None:
+    """The state in `state_path`, refused when it records another source or destination
+    (resuming from it would skip or refile another pair's releases)."""
+    state = load_state(state_path)
+    if state is not None and (state.source, state.destination) != (
+        source.describe(),
+        sink.destination,
+    ):
+        raise TrackerError(
+            f"{state_path} records {state.source} → {state.destination}, not "
+            f"{source.describe()} → {sink.destination}; name another --state"
+        )
+    return state
+
+
+def _since_start(
+    source: Source,
+    since: str,
+    state: WatchState | None,
+    state_path: Path,
+    say: Callable[[str], None],
+) -> str:
+    """The release `--since` names, warning when it moves a recorded state's position."""
+    start = source.resolve(since)
+    if state is not None and state.last_version != start:
+        say(
+            f"--since {start} overrides {state_path}, which had reached "
+            f"{state.last_version}: the releases after {start} are handled again "
+            "(issues already filed are found, not filed twice); leave --since out of "
+            "scheduled runs"
+        )
+    return start
+
+
+def _window(
+    source: Source, start: str, until: str | None, versions: list[str]
+) -> tuple[Version, str, Version | None]:
+    """The parsed start, the last release in reach and its parsed bound (None without
+    `--until`: every newer release is in reach); an empty or reversed window is an error."""
+    begin = parse_version(start)
+    if begin is None:
+        raise TrackerError(f"{start} is not a release version; --since wants one")
+    last = source.resolve(until) if until is not None else versions[-1]
+    end = parse_version(last) if until is not None else None
+    if end is not None and end < begin:
+        raise TrackerError(
+            f"--since {start} is newer than --until {last}: nothing to watch "
+            "(releases are handled oldest first)"
+        )
+    return begin, last, end
+
+
+def _check_algorithms(ws: Workspace, last: str, algorithms: tuple[str, ...]) -> None:
+    # Checked against the newest release in reach, so a typo fails before any work.
+    known = ws.snapshot_of(ws.source, last).interface
+    unknown = [a for a in algorithms if a.upper() not in known.algorithms]
+    if unknown:
+        raise TrackerError(
+            f"unknown algorithm {', '.join(unknown)}; {known.version} has "
+            f"{', '.join(known.algorithms)}"
+        )
+
+
+def _history_entry(outcome: ReleaseOutcome) -> dict[str, Any]:
+    return {
+        "version": outcome.version,
+        "previous": outcome.previous,
+        "filed": len(outcome.filed),
+        "existing": len(outcome.existing),
+        "closed": len(outcome.closed),
+        "at": datetime.now(UTC).isoformat(timespec="seconds"),
+    }
+
+
 def run_watch(
     ws: Workspace,
     sink: Sink,
@@ -434,59 +530,20 @@ def run_watch(
             save_state(state_path, state)
 
     source = ws.source
-    if source.kind == "git":
-        say(source.fetch())
-    versions = source.versions()
-    if not versions:
-        raise TrackerError(f"{source.describe()} lists no releases")
-    state = load_state(state_path)
-    if state is not None and (state.source, state.destination) != (
-        source.describe(),
-        sink.destination,
-    ):
-        raise TrackerError(
-            f"{state_path} records {state.source} → {state.destination}, not "
-            f"{source.describe()} → {sink.destination}; name another --state"
-        )
+    versions = _releases(source, say)
+    state = _matching_state(state_path, source, sink)
     if since is not None:
-        start = source.resolve(since)
-        if state is not None and state.last_version != start:
-            say(
-                f"--since {start} overrides {state_path}, which had reached "
-                f"{state.last_version}: the releases after {start} are handled again "
-                "(issues already filed are found, not filed twice); leave --since out of "
-                "scheduled runs"
-            )
+        start = _since_start(source, since, state, state_path, say)
     elif state is not None:
         start = state.last_version
     else:
         newest = versions[-1]
         save(WatchState(source.describe(), sink.destination, newest))
-        say(
-            f"no watch state in {state_path}: {'would record' if dry_run else 'recorded'} "
-            f"{newest} as the starting point and filed nothing; the next run handles the "
-            "releases after it (or give --since VERSION to start earlier)"
-        )
+        say(_first_run_note(state_path, newest, dry_run))
         return WatchResult(state_path, newest, recorded_only=True, dry_run=dry_run)
-    begin = parse_version(start)
-    if begin is None:
-        raise TrackerError(f"{start} is not a release version; --since wants one")
-    last = source.resolve(until) if until is not None else versions[-1]
-    end = parse_version(last) if until is not None else None
-    if end is not None and end < begin:
-        raise TrackerError(
-            f"--since {start} is newer than --until {last}: nothing to watch "
-            "(releases are handled oldest first)"
-        )
+    begin, last, end = _window(source, start, until, versions)
     if algorithms:
-        # Checked against the newest release in reach, so a typo fails before any work.
-        known = ws.snapshot_of(source, last).interface
-        unknown = [a for a in algorithms if a.upper() not in known.algorithms]
-        if unknown:
-            raise TrackerError(
-                f"unknown algorithm {', '.join(unknown)}; {known.version} has "
-                f"{', '.join(known.algorithms)}"
-            )
+        _check_algorithms(ws, last, algorithms)
     result = WatchResult(state_path, start, dry_run=dry_run)
     if state is None:
         # Recorded at once, so a run with nothing to do still leaves its starting point.
@@ -502,16 +559,7 @@ def run_watch(
         else:
             outcome = handle_release(ws, sink, versions[i - 1], version, algorithms, options)
             result.releases.append(outcome)
-            state.history.append(
-                {
-                    "version": version,
-                    "previous": versions[i - 1],
-                    "filed": len(outcome.filed),
-                    "existing": len(outcome.existing),
-                    "closed": len(outcome.closed),
-                    "at": datetime.now(UTC).isoformat(timespec="seconds"),
-                }
-            )
+            state.history.append(_history_entry(outcome))
             del state.history[:-HISTORY_KEPT]
         # Only now is the release done: a crash before this line redoes it next time.
         state.last_version = version
