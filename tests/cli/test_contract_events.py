@@ -54,8 +54,13 @@ pytestmark = pytest.mark.realdata
 
 @pytest.fixture(scope="module")
 def out(
-    cli_run: Tracker, real_env: Callable[[], AbstractContextManager[None]]
+    cli_run: Tracker,
+    real_env: Callable[[], AbstractContextManager[None]],
+    stocked_releases: Callable[..., Path],
 ) -> dict[str, Result]:
+    # `fix` reads the release's source, not only its shipped snapshot: the archive must be
+    # in the test cache before the commands run offline (an empty cache on a new machine).
+    stocked_releases("v0.5.5.post3")
     with real_env():
         return {name: cli_run(*args, "--source", "pypi", "-q") for name, args in COMMANDS.items()}
 
