@@ -335,12 +335,13 @@ def _load_compat(version: str, doc: dict[str, Any], itf: Interface) -> Compat:
         for algorithm, status in row["status"].items()
     ]
     order = {a: i for i, a in enumerate(itf.algorithms)}
-    names = [e.name for e in entries]
+    position = {e.name: i for i, e in reversed(list(enumerate(entries)))}
     # The order build_compat produces: entry classes by name, algorithms in enum order,
     # the target role before the draft role.
-    verdicts.sort(key=lambda v: (names.index(v[0]), order.get(v[2], len(order)), v[1] != "target"))
+    verdicts.sort(key=lambda v: (position[v[0]], order.get(v[2], len(order)), v[1] != "target"))
+    members_of = {slot: sorted(set(names)) for slot, names in required.items()}
     for model, role, algorithm, status in verdicts:
-        members = sorted(set(required.get((algorithm, role), [])))
+        members = members_of.get((algorithm, role), [])
         provs = tuple(
             provisions[model].get(m, Provision(m, "unknown", "not recorded")) for m in members
         )

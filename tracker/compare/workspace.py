@@ -82,6 +82,9 @@ class Workspace:
     _analyses: dict[tuple[int, str], SourceAnalysis] = field(default_factory=dict)
     # The last few analyses by what they read (tracker.analysis.reuse), whatever the source.
     _by_content: dict[ContentKey, tuple[Interface, Compat]] = field(default_factory=dict)
+    # Snapshots found shipped or cached, by (source, version): a range first asks which
+    # versions lack one, then reads them all; each file is read once.
+    _found: dict[tuple[int, str], tuple[Snapshot, Path, str]] = field(default_factory=dict)
 
     def mark(self, compat: Compat) -> Compat:
         """`compat` with the accepted breaks marked (the same object when none are)."""
@@ -242,6 +245,15 @@ class Workspace:
     def _lookup(self, source: Source, version: str) -> tuple[Snapshot | None, Path, str]:
         """(a usable shipped or cached snapshot or None, where a built one is cached, the
         content digest when it had to be computed)."""
+        memo = (id(source), version)
+        if memo in self._found:
+            return self._found[memo]
+        result = self._read_lookup(source, version)
+        if result[0] is not None:
+            self._found[memo] = (result[0], result[1], result[2])
+        return result
+
+    def _read_lookup(self, source: Source, version: str) -> tuple[Snapshot | None, Path, str]:
         builder = current_builder()
 
         def usable(snap: Snapshot | None, digest: str = "") -> bool:
