@@ -1,6 +1,6 @@
 ; Attribute reads `receiver.member` (except on bare `self`/`cls`, which say nothing about
 ; other objects) and constant-key subscripts `receiver["key"]`.
-; Consumed by tracker.parse for Read facts: target members read as attributes,
+; Consumed by tracker.extract for Read facts: target members read as attributes,
 ; forward-output fields (`logits_output.hidden_states`), config keys (`eagle_config["..."]`).
 ; pass: full
 ((attribute

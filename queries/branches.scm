@@ -1,6 +1,6 @@
 ; Everything that makes code run only sometimes: if/elif/else, `and`/`or` short-circuits,
 ; conditional expressions, `try:` with its handlers, and `assert`.
-; Consumed by tracker.parse to give every site its enclosing conditions and guards.
+; Consumed by tracker.extract to give every site its enclosing conditions and guards.
 ; pass: full
 (if_statement
   condition: (_) @if.condition

@@ -1,5 +1,5 @@
 ; Calls: `receiver.member(...)` with the receiver's full text, and plain `member(...)`.
-; Consumed by tracker.parse for Call facts: the interface matches receivers against the
+; Consumed by tracker.extract for Call facts: the interface matches receivers against the
 ; role rules; hasattr/getattr guards and worker construction are calls too.
 ; pass: full
 (call

@@ -4,8 +4,8 @@
 ; subscript (`layer = self.layers[i]`), reads of capture state, and the calls that move it:
 ; `self.<x>(...)`, `.append`/`.extend`, `setattr`/`getattr`/`hasattr`, `__init__` chains,
 ; and calls handing `self.<x>` or an aux list to a helper.
-; Consumed by tracker.parse for Effect facts (model files are read for definitions only,
-; so this narrow query is all of a forward pass the analysis sees); tracker.contract.
+; Consumed by tracker.extract for Effect facts (model files are read for definitions only,
+; so this narrow query is all of a forward pass the analysis sees); tracker.analysis.contract.
 ; pass: definitions
 (assignment
   left: (attribute) @write.target

@@ -1,6 +1,6 @@
 ; The assignments that define something a class or module provides: `self.x = ...`
 ; anywhere in a method, class attributes, and module-level names (`EntryClass = [...]`).
-; Consumed by tracker.parse for definition-only facts (model files), in place of
+; Consumed by tracker.extract for definition-only facts (model files), in place of
 ; assignments.scm, which also captures every local variable of every forward pass.
 ; pass: definitions
 (assignment

@@ -1,5 +1,5 @@
 ; Classes, functions and methods with their decorators.
-; Consumed by tracker.parse to build ClassDef/FunctionDef facts and the scope of every site
+; Consumed by tracker.extract to build ClassDef/FunctionDef facts and the scope of every site
 ; (the index resolves bases and methods from them; provision reads method names).
 ; pass: full, definitions
 (class_definition

@@ -1,5 +1,5 @@
 ; `__getattr__` methods, with the parameter that receives the attribute name and the body.
-; Consumed by tracker.parse for Forward facts: a wrapper whose `__getattr__` returns
+; Consumed by tracker.extract for Forward facts: a wrapper whose `__getattr__` returns
 ; `getattr(self.inner, name)` provides what every possible class of `self.inner` provides.
 ; pass: full, definitions
 (function_definition

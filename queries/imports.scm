@@ -1,6 +1,6 @@
 ; Imports: absolute, aliased, relative, wildcard; anywhere (function-local and
-; `if TYPE_CHECKING:` ones too: tracker.parse records the scope and conditions).
-; Consumed by tracker.index to resolve names across modules.
+; `if TYPE_CHECKING:` ones too: tracker.extract records the scope and conditions).
+; Consumed by tracker.analysis.index to resolve names across modules.
 ; pass: full, definitions
 (import_statement
   name: (dotted_name) @import.module)

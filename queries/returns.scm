@@ -1,4 +1,4 @@
-; Return values. Consumed by tracker.parse for Return facts: the bodies of the
+; Return values. Consumed by tracker.extract for Return facts: the bodies of the
 ; `SpeculativeAlgorithm.is_*()` predicates and the classes a worker factory returns.
 ; pass: full, definitions
 (return_statement
