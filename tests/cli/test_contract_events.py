@@ -46,6 +46,7 @@ COMMANDS: dict[str, list[str]] = {
         "json",
     ],
     "why": ["why", QWEN35, "--at", "v0.5.11"],
+    "history": ["history", QWEN35, "v0.5.8..v0.5.23", "-a", "EAGLE3"],
     "fix": ["fix", VL, "--at", "v0.5.5.post3"],
 }
 
@@ -305,3 +306,18 @@ def test_why_and_fix_on_a_tiny_tree_whose_decoder_returns_no_pair(
     fix = cli_run("fix", "DecForCausalLM", *source)
     assert fix.exit_code == 2 and fix.stdout == ""
     assert "breaks its aux-hidden-state contract (aux hidden states never returned)" in fix.stderr
+
+
+def test_history_says_the_qwen3_5_wrapper_breaks_the_contract_then_no_longer_does(
+    out: dict[str, Result],
+) -> None:
+    lines = stdout(out, "history").splitlines()
+    assert "  v0.5.9         appeared  broken · missing set_eagle3_layers_to_capture" in lines
+    assert (
+        "  v0.5.11        changed   broken · breaks the aux-hidden-state contract: "
+        "aux hidden states never captured"
+    ) in lines
+    assert (
+        "  v0.5.22        fixed     ok · no longer breaks the aux-hidden-state contract: "
+        "aux hidden states never captured"
+    ) in lines
