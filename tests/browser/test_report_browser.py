@@ -73,6 +73,16 @@ def loaded(browser_page: Any, report_dir: Path) -> dict[str, Any]:
     }
 
 
+@pytest.fixture
+def report_page(browser_page: Any, loaded: dict[str, Any]) -> Any:
+    """The shared page, on the report as first loaded. Tests run in random order and share
+    one page: one before may have left it on another report or on a view set in the URL."""
+    if browser_page.evaluate("location.href") != loaded["url"]:
+        browser_page.open("about:blank")  # a fragment-only change would not reload
+        browser_page.open(loaded["url"])
+    return browser_page
+
+
 class _Grid(HTMLParser):
     """The EAGLE3 heatmap as the browser built it: versions, and per row its cell classes;
     plus every element attribute that would make a browser load something."""
@@ -184,10 +194,8 @@ CELL_JS = """
 """
 
 
-def test_clicking_the_broken_cell_reveals_members_and_sites(
-    browser_page: Any, loaded: dict[str, Any]
-) -> None:
-    shown = browser_page.evaluate(CELL_JS % ("v0.5.9", KIMI))
+def test_clicking_the_broken_cell_reveals_members_and_sites(report_page: Any) -> None:
+    shown = report_page.evaluate(CELL_JS % ("v0.5.9", KIMI))
     text = shown["text"]
     assert "broken" in text
     assert "get_embed_and_head" in text and "set_eagle3_layers_to_capture" in text
@@ -201,13 +209,13 @@ def test_clicking_the_broken_cell_reveals_members_and_sites(
         "python/sglang/srt/speculative/eagle_worker.py#L157"
     ) in shown["links"]
     assert shown["hash"] == f"#algo=EAGLE3&cell={KIMI}@v0.5.9"
-    fixed = browser_page.evaluate(CELL_JS % ("v0.5.10", KIMI))
+    fixed = report_page.evaluate(CELL_JS % ("v0.5.10", KIMI))
     assert "ok" in fixed["text"] and "Now provides get_embed_and_head" in fixed["text"]
-    assert browser_page.errors() == []
+    assert report_page.errors() == []
 
 
-def test_filter_and_sort(browser_page: Any, loaded: dict[str, Any]) -> None:
-    visible = browser_page.evaluate(
+def test_filter_and_sort(report_page: Any) -> None:
+    visible = report_page.evaluate(
         """(() => {
           const s = document.querySelector('section.algo[data-algorithm="EAGLE3"]');
           const input = s.querySelector('input.filter');
@@ -233,11 +241,11 @@ def test_filter_and_sort(browser_page: Any, loaded: dict[str, Any]) -> None:
     assert visible["counter"].startswith("1 of ")
     assert visible["broken"] == sorted(visible["broken"], reverse=True)
     assert visible["names"] == sorted(visible["names"])
-    assert browser_page.errors() == []
+    assert report_page.errors() == []
 
 
-def test_call_graph_switcher(browser_page: Any, loaded: dict[str, Any]) -> None:
-    state = browser_page.evaluate(
+def test_call_graph_switcher(report_page: Any) -> None:
+    state = report_page.evaluate(
         """(() => {
           const s = document.querySelector('section.algo[data-algorithm="EAGLE3"]');
           const link = s.querySelector('.graph-nav a[data-version="v0.5.9"]');
@@ -252,7 +260,7 @@ def test_call_graph_switcher(browser_page: Any, loaded: dict[str, Any]) -> None:
     assert state["shown"] == ["v0.5.9"]
     assert state["targets"] >= 2
     assert state["width"] > 300
-    assert browser_page.errors() == []
+    assert report_page.errors() == []
 
 
 def _png_size(data: bytes) -> tuple[int, int]:
