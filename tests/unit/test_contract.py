@@ -6,6 +6,7 @@ from __future__ import annotations
 from textwrap import dedent
 
 import pytest
+from sgl_trees import CAPTURE_LM
 
 from tracker.analysis.contract import ContractRule, check_contract
 from tracker.analysis.index import VersionIndex
@@ -13,47 +14,17 @@ from tracker.extract.parse import extract_facts
 
 PATH = "python/sglang/srt/models/dec.py"
 
-DECODER = """
-class DecModel(nn.Module):
-    def __init__(self, config):
-        super().__init__()
-        self.layers = make_layers(config)
-        self.layers_to_capture = []
 
-    def forward(self, input_ids):
-        hidden_states = self.embed(input_ids)
-        aux_hidden_states = []
-        for i, layer in enumerate(self.layers):
-            if i in self.layers_to_capture:
-                aux_hidden_states.append(hidden_states)
-            hidden_states = layer(hidden_states)
-        if len(aux_hidden_states) == 0:
-            return hidden_states
-        return hidden_states, aux_hidden_states
-"""
+def _part(first: str, stop: str) -> str:
+    """One class of the tiny capturing model the other unit tests use (sgl_trees)."""
+    start, end = CAPTURE_LM.index(first), CAPTURE_LM.index(stop)
+    return "\n" + CAPTURE_LM[start:end].rstrip("\n") + "\n"
 
-WRAPPER = """
-class DecForCausalLM(nn.Module):
-    def __init__(self, config):
-        super().__init__()
-        self.model = DecModel(config)
-        self.logits_processor = LogitsProcessor(config)
-        self.capture_aux_hidden_states = False
 
-    def forward(self, input_ids, batch):
-        hidden_states = self.model(input_ids)
-        aux_hidden_states = None
-        if self.capture_aux_hidden_states:
-            hidden_states, aux_hidden_states = hidden_states
-        return self.logits_processor(input_ids, hidden_states, batch, aux_hidden_states)
-
-    def get_embed_and_head(self):
-        return self.model.embed.weight, self.lm_head.weight
-
-    def set_eagle3_layers_to_capture(self, layer_ids=None):
-        self.capture_aux_hidden_states = True
-        self.model.layers_to_capture = [i + 1 for i in layer_ids]
-"""
+# The decoder that fills the aux list from the capture ids, and the wrapper whose setter
+# writes them and whose forward hands the aux states to the logits processor.
+DECODER = _part("class DecModel", "class DecForCausalLM")
+WRAPPER = _part("class DecForCausalLM", "EntryClass")
 
 # A decoder that captures through per-layer flags (the Qwen3.5 shape).
 FLAG_DECODER = DECODER.replace(
