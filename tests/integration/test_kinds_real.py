@@ -69,45 +69,23 @@ def test_mistral_model_is_an_embedding_model_because_its_base_builds_only_a_pool
     assert row["role_evidence"] == "checked as the target model on request (--role target)"
 
 
-def test_an_eagle3_draft_class_is_ok_in_the_draft_role_at_v0_5_18(run: Run) -> None:
-    doc = run(
-        "check",
-        "v0.5.18",
-        "-a",
-        "EAGLE3",
-        "--role",
-        "draft",
-        "-m",
-        "LlamaForCausalLMEagle3",
-        "--no-shipped",
-        "-q",
-        "--format",
-        "json",
-        "--fail-on",
-        "unknown",
-        json_output=True,
-    )
+def draft_check(run: Run, algorithm: str, model: str, fail_on_unknown: bool = False) -> Any:
+    """`tracker check v0.5.18 -a ALG --role draft -m MODEL` from the release itself: the one
+    JSON row (with --fail-on unknown, the command also fails on an undecided member)."""
+    fail = ["--fail-on", "unknown"] if fail_on_unknown else []
+    args = ["-a", algorithm, "--role", "draft", "-m", model, "--no-shipped", "-q"]
+    doc = run("check", "v0.5.18", *args, "--format", "json", *fail, json_output=True)
     [row] = doc["checks"]
+    return row
+
+
+def test_an_eagle3_draft_class_is_ok_in_the_draft_role_at_v0_5_18(run: Run) -> None:
+    row = draft_check(run, "EAGLE3", "LlamaForCausalLMEagle3", fail_on_unknown=True)
     assert (row["role"], row["kind"], row["status"]) == ("draft", "draft", "ok")
 
 
 def test_a_plain_model_as_the_eagle3_draft_lacks_the_draft_members_at_v0_5_18(run: Run) -> None:
-    doc = run(
-        "check",
-        "v0.5.18",
-        "-a",
-        "EAGLE3",
-        "--role",
-        "draft",
-        "-m",
-        "Qwen2ForCausalLM",
-        "--no-shipped",
-        "-q",
-        "--format",
-        "json",
-        json_output=True,
-    )
-    [row] = doc["checks"]
+    row = draft_check(run, "EAGLE3", "Qwen2ForCausalLM")
     assert (row["role"], row["kind"], row["status"]) == ("draft", "target", "broken")
     assert row["missing"] == ["hot_token_id", "set_embed"]
     # EAGLE3 started without a draft path loads the target checkpoint as its draft.
@@ -117,24 +95,7 @@ def test_a_plain_model_as_the_eagle3_draft_lacks_the_draft_members_at_v0_5_18(ru
 
 
 def test_any_generative_model_is_a_standalone_draft_and_qwen2_is_ok_at_v0_5_18(run: Run) -> None:
-    doc = run(
-        "check",
-        "v0.5.18",
-        "-a",
-        "STANDALONE",
-        "--role",
-        "draft",
-        "-m",
-        "Qwen2ForCausalLM",
-        "--no-shipped",
-        "-q",
-        "--format",
-        "json",
-        "--fail-on",
-        "unknown",
-        json_output=True,
-    )
-    [row] = doc["checks"]
+    row = draft_check(run, "STANDALONE", "Qwen2ForCausalLM", fail_on_unknown=True)
     assert (row["role"], row["status"]) == ("draft", "ok")
     assert "any generative model is a draft by design" in row["role_evidence"]
 
