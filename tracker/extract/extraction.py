@@ -120,3 +120,7 @@ class Extraction:
         build_contexts(self.intervals, self.sites, self.contexts)
         for finisher in self._finishers:
             finisher()
+        # The finishers close over this extraction: dropping them breaks the cycle, so the
+        # tree and its matches are freed as soon as the facts are taken, not at the next
+        # full collection.
+        self._finishers.clear()

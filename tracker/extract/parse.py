@@ -70,7 +70,9 @@ def parse_tree(source: bytes) -> Tree:
     Node.text through the callback again: so it only decides whether the file can be
     parsed in time, and the tree used is then parsed from the bytes."""
     parser = _parser()
-    if _COMMENT_RUN.search(source) is None:
+    # A run of 200 comment lines holds at least 200 "#": counting them is a memchr-speed
+    # pass, while the regex costs a fifth of a bare parse on every file.
+    if source.count(b"#") < 200 or _COMMENT_RUN.search(source) is None:
         return parser.parse(source)
     budget = max(5.0, len(source) / 100_000)  # generous: real files parse at ~7 MB/s
     deadline = time.monotonic() + budget
