@@ -9,12 +9,13 @@ from pathlib import Path
 
 import pytest
 
+from bench.build_release_repo import build_release_repo
 from bench.build_replay_repo import ReplayHistory
 from tracker.analysis import index as index_module
 from tracker.analysis import interface
 from tracker.analysis.index import VersionIndex
 from tracker.compare.snapshot import to_json
-from tracker.compare.workspace import Workspace
+from tracker.compare.workspace import Feedback, Workspace
 from tracker.extract import store
 from tracker.sources import open_source
 from tracker.sources.base import Source
@@ -105,3 +106,33 @@ def test_releases_analysed_in_sequence_give_the_snapshots_of_a_full_analysis(
     releases = ["v0.5.7", "v0.5.8", "v0.5.9", "v0.5.10"]
     incremental = _in_sequence(real_pypi, releases)
     assert incremental == _each_afresh(real_pypi, releases)
+
+
+class _Counting(Feedback):
+    def __init__(self) -> None:
+        self.analysed: list[tuple[int, int]] = []
+
+    def progress(self, label: str) -> Callable[[int, int], None] | None:
+        return (
+            (lambda done, total: self.analysed.append((done, total)))
+            if label == "analysing"
+            else None
+        )
+
+
+def test_a_range_built_by_two_walkers_gives_the_snapshots_of_a_full_analysis(
+    stocked_releases: Callable[..., Path], tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    releases = ["v0.5.7", "v0.5.8", "v0.5.9", "v0.5.10", "v0.5.10.post1"]
+    archives = stocked_releases(*releases) / "pypi"
+    repo = build_release_repo(tmp_path / "sglang", releases, archives, checkout=False)
+    source = open_source(f"git:{repo}", None, Path.cwd())
+    monkeypatch.setenv("TRACKER_JOBS", "2")
+    feedback = _Counting()
+    workspace = Workspace(source, feedback, use_shipped=False)
+    snapshots = workspace.snapshots(f"{releases[0]}..{releases[-1]}")
+    # Built by the worker processes (the serial pass only read their cache), every one.
+    assert feedback.analysed[-1] == (len(releases), len(releases))
+    assert [s.origin for s in snapshots] == ["cache"] * len(releases)
+    assert [s.version for s in snapshots] == releases
+    assert [to_json(s) for s in snapshots] == _each_afresh(source, releases)

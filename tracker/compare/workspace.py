@@ -311,34 +311,33 @@ class Workspace:
         return out
 
     def _build_in_parallel(self, versions: list[str]) -> None:
-        """Fill the snapshot cache for the versions that lack one, on every core: first
-        every file the versions share is parsed once (one pool over all of them), then the
-        versions are analysed side by side. The serial loop afterwards only reads."""
+        """Fill the snapshot cache for the versions that lack one, on every core: one
+        contiguous segment of versions per two workers, walked from both ends
+        (tracker.compare.parallel), so each worker parses only what changed from one version
+        to the next. The serial loop afterwards
+        only reads."""
         from tracker.analysis.loader import reads_in_full, seed_paths
-        from tracker.extract.store import prefetch
+        from tracker.compare.parallel import build_runs, split_runs, version_costs
+        from tracker.extract.store import default_jobs
 
         missing = [v for v in versions if self._lookup(self.source, v)[0] is None]
         if len(missing) < 2:
             return
-        wanted = []
+        files = []
         for version in missing:
             tree = self.source.tree(version)
-            wanted += [(tree, path, reads_in_full(path)) for path in seed_paths(tree)]
-        prefetch(wanted, progress=self.feedback.progress("parsing"))
-        self.feedback.phase(f"analysing {len(missing)} versions")
-        import multiprocessing
-        from concurrent.futures import ProcessPoolExecutor
-
-        # A fresh interpreter per worker: a forked one would share the parent's git
-        # helper processes.
-        context = multiprocessing.get_context("spawn")
-        jobs = [(self.source.kind, self.source.location, v, self.use_shipped) for v in missing]
-        from tracker.extract.store import default_jobs
-
-        with ProcessPoolExecutor(max_workers=default_jobs(), mp_context=context) as pool:
-            for error in pool.map(_build_snapshot, jobs):
-                if error:
-                    raise TrackerError(error)
+            files.append({(tree.files[p], reads_in_full(p)) for p in seed_paths(tree)})
+        workers = min(default_jobs(), len(missing))
+        segments = split_runs(version_costs(files), (workers + 1) // 2)
+        self.feedback.phase(f"analysing {len(missing)} versions in {workers} processes")
+        build_runs(
+            self.source.kind,
+            self.source.location,
+            [[missing[i] for i in segment] for segment in segments],
+            workers,
+            use_shipped=self.use_shipped,
+            progress=self.feedback.progress("analysing"),
+        )
 
 
 def _file_warnings(version: str, index: VersionIndex) -> list[str]:
@@ -354,16 +353,3 @@ def _file_warnings(version: str, index: VersionIndex) -> list[str]:
                 + "; analysed what tree-sitter recovered"
             )
     return out
-
-
-def _build_snapshot(job: tuple[str, str, str, bool]) -> str:
-    """Worker: build and cache one version's snapshot; '' or the error message."""
-    kind, location, version, use_shipped = job
-    from tracker.sources import open_source
-
-    try:
-        source = open_source(f"{kind}:{location}" if kind != "pypi" else "pypi", None, Path.cwd())
-        Workspace(source, use_shipped=use_shipped).snapshot_of(source, version)
-    except TrackerError as exc:
-        return str(exc)
-    return ""
