@@ -82,3 +82,37 @@ def test_a_second_file_of_one_module_name_leaves_the_shared_classes_unchanged() 
     assert again.classes["sglang.srt.foo:Foo"].instance_attrs == {"model": [4, 4]}
     assert _state(again) == _state(fresh)
     assert _state(VersionIndex(foo)) == _state(first)
+
+
+_MODEL = """
+from sglang.srt.models.base import Base
+
+class Model(Base):
+    def __init__(self, config):
+        self.inner = Base(config)
+"""
+
+_BASE = """
+class Base:
+    def get_embed_and_head(self):
+        return None
+"""
+
+
+def test_answers_kept_with_an_index_are_dropped_when_a_module_is_added() -> None:
+    from tracker.analysis.compat import delegations, provision
+
+    model = _facts({SRT + "models/model.py": _MODEL})
+    index = VersionIndex(model)
+    cls = "sglang.srt.models.model:Model"
+    # Base is not loaded yet: outside the index, no inner class, no resolved base.
+    assert index.resolve_class("sglang.srt.models.model", "Base").external is not None
+    assert index.attr_types(cls, "inner") == frozenset()
+    assert provision(index, cls, "get_embed_and_head").how != "inherited"
+    assert delegations(index, cls, "get_embed_and_head") == []
+    index.add_modules(_facts({SRT + "models/base.py": _BASE}))
+    base = "sglang.srt.models.base:Base"
+    assert index.resolve_class("sglang.srt.models.model", "Base").symbol == base
+    assert index.attr_types(cls, "inner") == frozenset({base})
+    assert provision(index, cls, "get_embed_and_head").how == "inherited"
+    assert [d.inner_key for d in delegations(index, cls, "get_embed_and_head")] == [base]

@@ -133,6 +133,17 @@ def entry_classes(index: VersionIndex, rules: RoleRules) -> list[EntryClass]:
 
 
 def provision(index: VersionIndex, cls: str, member: str, depth: int = 0) -> Provision:
+    """How `cls` provides `member` (see the module's docstring). Kept with the index: each
+    algorithm and role asks a class for many of the same members."""
+    memo_key = ("provision", cls, member, depth)
+    found = index.derived.get(memo_key)
+    if found is None:
+        found = index.derived[memo_key] = _provision(index, cls, member, depth)
+    assert isinstance(found, Provision)
+    return found
+
+
+def _provision(index: VersionIndex, cls: str, member: str, depth: int) -> Provision:
     mro, external = index.mro(cls)
     forwarding: ClassInfo | None = None
     for c in mro:
@@ -279,6 +290,14 @@ def provision_or_alternative(
 
 def delegations(index: VersionIndex, cls: str, member: str) -> list[Delegation]:
     """Inner models held in `self.<attr>` whose class provides `member`."""
+    memo_key = ("delegations", cls, member)
+    known = index.derived.get(memo_key)
+    if known is None:
+        known = index.derived[memo_key] = tuple(_delegations(index, cls, member))
+    return list(known)
+
+
+def _delegations(index: VersionIndex, cls: str, member: str) -> list[Delegation]:
     found: list[Delegation] = []
     seen: set[tuple[str, str]] = set()
     for c in index.mro(cls)[0]:

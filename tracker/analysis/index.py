@@ -9,9 +9,10 @@ SGLang keep their dotted import path (`torch.nn.Module`).
 from __future__ import annotations
 
 import re
-from collections.abc import Iterable, Mapping
+from collections.abc import Hashable, Iterable, Mapping
 from dataclasses import dataclass, field, replace
 from functools import cached_property
+from typing import Any
 
 from tracker.extract.facts import Assign, ClassDef, Forward, FunctionDef, Import, ModuleFacts, Param
 from tracker.sources.base import Pins
@@ -102,6 +103,10 @@ class VersionIndex:
     def __init__(self, modules: Mapping[str, ModuleFacts], pins: Pins | None = None) -> None:
         """`modules`: repo path -> facts; `pins`: the package versions the version pins
         (which inventory of external base classes applies)."""
+        # Answers derived from the whole index by later stages (tracker.analysis.compat
+        # keeps provisions here: a class is asked for one member by several algorithms).
+        # Dropped whenever modules are added or the pins change, like the caches below.
+        self.derived: dict[Hashable, Any] = {}
         self.pins = pins if pins is not None else Pins()
         self.by_path = dict(modules)
         # module -> (function scope, local name) -> its assignments there
@@ -113,11 +118,24 @@ class VersionIndex:
         self._imports: dict[str, list[Import]] = {}
         self._mro: dict[str, tuple[list[str], list[Resolution]]] = {}
         self._resolved: dict[tuple[str, str, str], str | None] = {}
+        self._classes_resolved: dict[tuple[str, str, str], Resolution] = {}
+        self._attr_types: dict[tuple[str, str, int], frozenset[str]] = {}
         # function key -> names/attribute chains it returns (for properties)
         self._returned_refs: dict[str, list[str]] = {}
         _parts.next_version()
         for facts in self.modules.values():
             self._add_module(facts)
+
+    @property
+    def pins(self) -> Pins:
+        """The package versions the version pins (which inventory of external bases
+        applies)."""
+        return self._pins
+
+    @pins.setter
+    def pins(self, value: Pins) -> None:
+        self._pins = value
+        self.derived.clear()  # provisions by external bases depend on them
 
     def add_modules(self, modules: Mapping[str, ModuleFacts]) -> None:
         """Load more modules (base classes found later); derived caches are reset."""
@@ -129,6 +147,9 @@ class VersionIndex:
             self._add_module(facts)
         self._mro.clear()
         self._resolved.clear()
+        self._classes_resolved.clear()
+        self._attr_types.clear()
+        self.derived.clear()
         self._locals.clear()
         self.__dict__.pop("subclasses", None)
 
@@ -296,6 +317,13 @@ class VersionIndex:
         return f"ext:{dotted}"
 
     def resolve_class(self, module: str, text: str, scope: str = "") -> Resolution:
+        memo_key = (module, text, scope)
+        found = self._classes_resolved.get(memo_key)
+        if found is None:
+            found = self._classes_resolved[memo_key] = self._resolve_class(module, text, scope)
+        return found
+
+    def _resolve_class(self, module: str, text: str, scope: str) -> Resolution:
         name = _ANNOTATION_NAME.match(text.strip().strip("'\""))
         if name is None:
             return Resolution(text, None, None)
@@ -380,9 +408,16 @@ class VersionIndex:
                 return key(info.module, info.methods[name].qualname)
         return None
 
-    def attr_types(self, cls: str, attr: str, depth: int = 0) -> set[str]:
+    def attr_types(self, cls: str, attr: str, depth: int = 0) -> frozenset[str]:
         """Classes that `self.<attr>` may hold in instances of `cls` (through a property
         that returns `self.<other>` too)."""
+        memo_key = (cls, attr, depth)
+        known = self._attr_types.get(memo_key)
+        if known is None:
+            known = self._attr_types[memo_key] = frozenset(self._attr_types_of(cls, attr, depth))
+        return known
+
+    def _attr_types_of(self, cls: str, attr: str, depth: int) -> set[str]:
         found: set[str] = set()
         if depth > 3:
             return found
