@@ -11,9 +11,11 @@ import pytest
 
 from bench.build_release_repo import build_release_repo
 from bench.build_replay_repo import ReplayHistory
+from tracker.analysis import compat, interface
 from tracker.analysis import index as index_module
-from tracker.analysis import interface
 from tracker.analysis.index import VersionIndex
+from tracker.analysis.loader import load_index
+from tracker.analysis.reuse import MODELS_PREFIX
 from tracker.compare.snapshot import to_json
 from tracker.compare.workspace import Feedback, Workspace
 from tracker.extract import store
@@ -77,6 +79,13 @@ def test_replayed_commits_analysed_in_sequence_give_the_snapshots_of_a_full_anal
         built.append(version)
         return build(version, index)
 
+    tabled: list[str] = []
+    table = compat.build_compat
+
+    def counted_table(index: VersionIndex, itf: interface.Interface) -> compat.Compat:
+        tabled.append(itf.version)
+        return table(index, itf)
+
     merged: list[str] = []
     merge = index_module._ModulePart.merge_into
 
@@ -85,19 +94,47 @@ def test_replayed_commits_analysed_in_sequence_give_the_snapshots_of_a_full_anal
         merge(part, into)
 
     monkeypatch.setattr(interface, "build_interface", counted)
+    monkeypatch.setattr(compat, "build_compat", counted_table)
     monkeypatch.setattr(index_module._ModulePart, "merge_into", counted_merge)
     incremental = _in_sequence(source, commits)
     monkeypatch.setattr(interface, "build_interface", build)
+    monkeypatch.setattr(compat, "build_compat", table)
     # Unchanged modules were taken from the index before, module by module.
     assert len(merged) > 100 * len(commits) // 2
     merged.clear()
-    # Both kinds of step were taken: reused (a commit changing a file the analysis does not
-    # read) and analysed again (kimi_k25.py, eagle_worker.py).
-    assert OLD in built and history.changing(KIMI_MODULE).commit in built
-    assert history.changing(EAGLE_WORKER).commit in built
-    assert 2 < len(built) <= len(commits) - 3
+    # Every kind of step was taken: the whole analysis reused (a commit changing a file the
+    # analysis does not read), the interface reused and the compat table rebuilt (a model
+    # file: kimi_k25.py), and both rebuilt (eagle_worker.py).
+    kimi = history.changing(KIMI_MODULE).commit
+    assert OLD in built and history.changing(EAGLE_WORKER).commit in built
+    assert kimi in tabled and kimi not in built
+    assert 2 < len(built) < len(tabled) <= len(commits) - 3
     assert incremental == _each_afresh(source, commits)
     assert not merged
+
+
+def test_blanking_every_model_file_leaves_the_interface_as_it_was(
+    real_pypi: PypiSource, use_real_cache: Path
+) -> None:
+    """What interface reuse rests on (tracker.analysis.reuse): the interface never reads
+    the model files, so a commit that changes only those keeps the interface it had."""
+    for version in ("v0.4.10", "v0.5.9", "v0.5.21"):
+        index = load_index(real_pypi.tree(version))
+        blank = {
+            path: facts._replace(
+                classes=(), functions=(), imports=(), assigns=(), returns=(), forwards=()
+            )
+            if facts.path.startswith(MODELS_PREFIX) and facts.definitions_only
+            else facts
+            for path, facts in index.by_path.items()
+        }
+        assert sum(f.path.startswith(MODELS_PREFIX) for f in blank.values()) > 50
+        blanked = VersionIndex(blank, index.pins)
+        assert blanked.classes != index.classes
+        # Dataclass equality: every requirement, site, path, field and warning.
+        assert interface.build_interface(version, blanked) == interface.build_interface(
+            version, index
+        )
 
 
 def test_releases_analysed_in_sequence_give_the_snapshots_of_a_full_analysis(

@@ -82,6 +82,8 @@ class Workspace:
     _analyses: dict[tuple[int, str], SourceAnalysis] = field(default_factory=dict)
     # The last few analyses by what they read (tracker.analysis.reuse), whatever the source.
     _by_content: dict[ContentKey, tuple[Interface, Compat]] = field(default_factory=dict)
+    # The last few interfaces as built (before file warnings), by their interface key.
+    _interfaces: dict[ContentKey, Interface] = field(default_factory=dict)
     # Snapshots found shipped or cached, by (source, version): a range first asks which
     # versions lack one, then reads them all; each file is read once.
     _found: dict[tuple[int, str], tuple[Snapshot, Path, str]] = field(default_factory=dict)
@@ -175,7 +177,6 @@ class Workspace:
         if memo in self._analyses:
             return self._analyses[memo]
         from tracker.analysis.compat import build_compat
-        from tracker.analysis.interface import build_interface
         from tracker.analysis.loader import load_index
         from tracker.analysis.reuse import content_key, relabel
 
@@ -194,7 +195,7 @@ class Workspace:
             # changes only files the analysis never loads): that answer, relabelled.
             interface, compat = relabel(*same, version)
         else:
-            interface = build_interface(version, index)
+            interface = self._interface(version, index)
             # Kept with the interface, so a snapshot read from the cache says it again.
             interface.warnings.extend(file_warnings)
             compat = build_compat(index, interface)
@@ -212,6 +213,21 @@ class Workspace:
             del self._analyses[next(iter(self._analyses))]
         self._analyses[memo] = analysis
         return analysis
+
+    def _interface(self, version: str, index: VersionIndex) -> Interface:
+        """The version's interface: that of an analysed version whose interface key is the
+        same (only model files differ), relabelled, or built."""
+        from tracker.analysis.interface import build_interface
+        from tracker.analysis.reuse import interface_key, relabel_interface
+
+        key = interface_key(index)
+        same = self._interfaces.pop(key, None)
+        if same is None:
+            same = build_interface(version, index)
+        if len(self._interfaces) >= 8:
+            del self._interfaces[next(iter(self._interfaces))]
+        self._interfaces[key] = same
+        return relabel_interface(same, version)
 
     def snapshot(self, spec: str) -> Snapshot:
         source, version = self.resolve(spec)
