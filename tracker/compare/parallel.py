@@ -118,16 +118,28 @@ def build_runs(
         while pending:
             finished, pending = wait(pending, timeout=0.2, return_when=FIRST_COMPLETED)
             errors += [error for future in finished if (error := future.result())]
-            while True:
-                try:
-                    done_queue.get_nowait()
-                except queue.Empty:
-                    break
-                done += 1
-                if progress is not None:
-                    progress(min(done, total), total)
+            done += _drain(done_queue, done, total, progress, block=False)
         if errors:
             raise TrackerError(errors[0])
+        # A worker's last report can still be on its way when its result is in.
+        _drain(done_queue, done, total, progress, block=True)
+
+
+def _drain(
+    done_queue: Any, done: int, total: int, progress: Progress | None, *, block: bool
+) -> int:
+    """Count the versions reported finished since `done` (waiting for the rest when
+    `block`); returns how many."""
+    got = 0
+    while done + got < total:
+        try:
+            done_queue.get(timeout=5) if block else done_queue.get_nowait()
+        except queue.Empty:
+            break
+        got += 1
+        if progress is not None:
+            progress(done + got, total)
+    return got
 
 
 _done: Any = None
