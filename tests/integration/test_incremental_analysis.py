@@ -6,6 +6,7 @@ from __future__ import annotations
 
 from collections.abc import Callable
 from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -82,9 +83,24 @@ def test_replayed_commits_analysed_in_sequence_give_the_snapshots_of_a_full_anal
     tabled: list[str] = []
     table = compat.build_compat
 
-    def counted_table(index: VersionIndex, itf: interface.Interface) -> compat.Compat:
+    def counted_table(
+        index: VersionIndex, itf: interface.Interface, **options: Any
+    ) -> compat.Compat:
         tabled.append(itf.version)
-        return table(index, itf)
+        before = len(checked)
+        built_table = table(index, itf, **options)
+        rechecked[itf.version] = (len(checked) - before, len(built_table.checks))
+        return built_table
+
+    rechecked: dict[str, tuple[int, int]] = {}
+    checked: list[str] = []
+    check = compat.check_entry
+
+    def counted_check(
+        index: VersionIndex, entry: compat.EntryClass, *args: Any
+    ) -> compat.ModelCheck:
+        checked.append(entry.name)
+        return check(index, entry, *args)
 
     merged: list[str] = []
     merge = index_module._ModulePart.merge_into
@@ -95,10 +111,12 @@ def test_replayed_commits_analysed_in_sequence_give_the_snapshots_of_a_full_anal
 
     monkeypatch.setattr(interface, "build_interface", counted)
     monkeypatch.setattr(compat, "build_compat", counted_table)
+    monkeypatch.setattr(compat, "check_entry", counted_check)
     monkeypatch.setattr(index_module._ModulePart, "merge_into", counted_merge)
     incremental = _in_sequence(source, commits)
     monkeypatch.setattr(interface, "build_interface", build)
     monkeypatch.setattr(compat, "build_compat", table)
+    monkeypatch.setattr(compat, "check_entry", check)
     # Unchanged modules were taken from the index before, module by module.
     assert len(merged) > 100 * len(commits) // 2
     merged.clear()
@@ -109,6 +127,14 @@ def test_replayed_commits_analysed_in_sequence_give_the_snapshots_of_a_full_anal
     assert OLD in built and history.changing(EAGLE_WORKER).commit in built
     assert kimi in tabled and kimi not in built
     assert 2 < len(built) < len(tabled) <= len(commits) - 3
+    # After a commit that changes one model file, the checks of the classes that do not
+    # reach that file were taken from the table before.
+    after_kimi = next(
+        c for c in history.commits if c.number == history.changing(KIMI_MODULE).number + 1
+    )
+    assert after_kimi.file.path.startswith(MODELS_PREFIX)
+    again, rows = rechecked[after_kimi.commit]
+    assert 0 < again < rows // 4
     assert incremental == _each_afresh(source, commits)
     assert not merged
 

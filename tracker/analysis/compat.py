@@ -20,6 +20,7 @@ from tracker.analysis.externals import EMPTY_BASES, OBJECT_MEMBERS, ExternalBase
 from tracker.analysis.index import ClassInfo, Resolution, VersionIndex, key
 from tracker.analysis.interface import Interface
 from tracker.analysis.kinds import KindFinder
+from tracker.analysis.reuse import CheckMemo
 from tracker.analysis.roles import RoleRules, load_rules
 from tracker.analysis.vocabulary import PROVIDED, CheckStatus, ProvisionKind
 
@@ -423,14 +424,34 @@ def check_entry(
 
 
 def build_compat(
-    index: VersionIndex, interface: Interface, rules: RoleRules | None = None
+    index: VersionIndex,
+    interface: Interface,
+    rules: RoleRules | None = None,
+    memo: CheckMemo | None = None,
 ) -> Compat:
+    """Every entry class's checks. With `memo` (the checks of the table built just
+    before), a check whose inputs are unchanged is taken from it (tracker.analysis.reuse)."""
     rules = rules or load_rules()
     compat = Compat(interface.version, entries=entry_classes(index, rules))
     needs = Needs.of(interface)
+    closures = memo.start(index, rules.source_hash) if memo is not None else None
     for entry in compat.entries:
         for algorithm, role, why in rows_of(entry, interface, rules):
-            compat.checks.append(check_entry(index, entry, algorithm, role, needs, why))
+            if memo is None:
+                compat.checks.append(check_entry(index, entry, algorithm, role, needs, why))
+                continue
+            members = needs.required.get((algorithm, role), ())
+            alternatives = tuple(needs.alternatives.get((algorithm, role, m), ()) for m in members)
+            row, inputs = (entry.name, algorithm, role), (entry, members, alternatives, why)
+            check = None
+            if closures is not None and entry.key:
+                check = memo.get(row, inputs, index.module_of(entry.key), closures)
+            if check is None:
+                check = check_entry(index, entry, algorithm, role, needs, why)
+            memo.put(row, inputs, check)
+            compat.checks.append(check)
+    if memo is not None:
+        memo.finish()
     return compat
 
 

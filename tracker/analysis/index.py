@@ -229,6 +229,10 @@ class VersionIndex:
     def module_of(self, symbol: str) -> str:
         return split_key(symbol)[0]
 
+    def imports_of(self, module: str) -> list[Import]:
+        """The import statements of a loaded module (every scope)."""
+        return self._imports.get(module, [])
+
     def path_of_module(self, module: str) -> str | None:
         facts = self.modules.get(module)
         return facts.path if facts is not None else None

@@ -18,11 +18,13 @@ the compat table alone.
 
 from __future__ import annotations
 
+import hashlib
+from collections.abc import Hashable
 from dataclasses import replace
 from typing import TYPE_CHECKING
 
 if TYPE_CHECKING:
-    from tracker.analysis.compat import Compat
+    from tracker.analysis.compat import Compat, ModelCheck
     from tracker.analysis.index import VersionIndex
     from tracker.analysis.interface import Interface
     from tracker.sources.base import Pins
@@ -83,3 +85,118 @@ def relabel(interface: Interface, compat: Compat, version: str) -> tuple[Interfa
         compat, version=version, entries=list(compat.entries), checks=list(compat.checks)
     )
     return new_interface, new_compat
+
+
+# ------------------------------------------------------------------ checks, class by class
+
+
+class ModelClosures:
+    """Per module of an index, a digest of the model files it reaches through imports
+    (itself included), each as (path, content id).
+
+    Within one interface key (`interface_key`: every other loaded module the same), a check
+    of an entry class can only change when a model file it reads changes, and it reads the
+    index only through names bound by imports: its bases, inner models, forwarded-to classes
+    and the functions the contract follows. The walk goes through every loaded module (a
+    model may reach another through a shared one) and through every loaded package a dotted
+    import passes, as name resolution does. Holds what it needs of the index, not the index.
+    """
+
+    def __init__(self, index: VersionIndex) -> None:
+        self._files: dict[str, list[tuple[str, str]]] = {}
+        self._packages: set[str] = set()
+        for facts in index.by_path.values():
+            self._files.setdefault(facts.module_name, []).append((facts.path, facts.content_id))
+            if facts.path.endswith("__init__.py"):
+                self._packages.add(facts.module_name)
+        self._imports = {m: index.imports_of(m) for m in self._files}
+        self._absolute = index.absolute_module
+        self._edges: dict[str, set[str]] = {}
+        self._digests: dict[str, str] = {}
+
+    def _imported(self, module: str) -> set[str]:
+        found = self._edges.get(module)
+        if found is None:
+            found = set()
+            for imp in self._imports.get(module, ()):
+                target = self._absolute(module, imp, module in self._packages)
+                names = [target] if imp.name in (None, "*") else [target, f"{target}.{imp.name}"]
+                for name in names:
+                    parts = name.split(".")
+                    for cut in range(1, len(parts) + 1):
+                        prefix = ".".join(parts[:cut])
+                        if prefix in self._files:
+                            found.add(prefix)
+            self._edges[module] = found
+        return found
+
+    def digest(self, module: str) -> str:
+        known = self._digests.get(module)
+        if known is None:
+            seen, todo = {module}, [module]
+            while todo:
+                for nxt in self._imported(todo.pop()):
+                    if nxt not in seen:
+                        seen.add(nxt)
+                        todo.append(nxt)
+            files = sorted(
+                f for m in seen for f in self._files.get(m, ()) if f[0].startswith(MODELS_PREFIX)
+            )
+            known = hashlib.sha256(repr(files).encode()).hexdigest()
+            self._digests[module] = known
+        return known
+
+
+def interface_digest(index: VersionIndex) -> str:
+    """A digest of `interface_key(index)`, to compare versions by it cheaply."""
+    return hashlib.sha256(repr(interface_key(index)).encode()).hexdigest()
+
+
+# (entry class, members required, their stand-ins, why in this role) and the check
+CheckInputs = tuple[Hashable, tuple[str, ...], tuple[tuple[str, ...], ...], str]
+
+
+class CheckMemo:
+    """The checks of the version whose compat table was built last, with what each was
+    computed from, for the version built next: when both have the same interface digest
+    and role rules, a check whose entry class, required members and stand-ins and reason
+    are the same, and whose module reaches the same model files (`ModelClosures`), is
+    taken as it was. Between releases the interface always differs and nothing more than
+    that digest is compared."""
+
+    def __init__(self) -> None:
+        self.reused = 0  # checks taken from the version before, in the last table
+        self._digest = ""
+        self._closures: ModelClosures | None = None
+        self._previous_closures: ModelClosures | None = None
+        self._checks: dict[tuple[str, str, str], tuple[CheckInputs, ModelCheck]] = {}
+        self._next: dict[tuple[str, str, str], tuple[CheckInputs, ModelCheck]] = {}
+        self._same = False
+
+    def start(self, index: VersionIndex, rules_hash: str) -> ModelClosures | None:
+        """Begin a table for `index`; the closures of its modules when checks of the table
+        before may be reused, else None."""
+        digest = f"{interface_digest(index)}:{rules_hash}"
+        self._same = digest == self._digest and self._closures is not None
+        self._digest, self.reused, self._next = digest, 0, {}
+        closures = ModelClosures(index)
+        self._previous_closures, self._closures = self._closures, closures
+        return closures if self._same else None
+
+    def get(
+        self, row: tuple[str, str, str], inputs: CheckInputs, module: str, closures: ModelClosures
+    ) -> ModelCheck | None:
+        found = self._checks.get(row)
+        previous = self._previous_closures
+        if found is None or previous is None or found[0] != inputs:
+            return None
+        if not module or previous.digest(module) != closures.digest(module):
+            return None
+        self.reused += 1
+        return found[1]
+
+    def put(self, row: tuple[str, str, str], inputs: CheckInputs, check: ModelCheck) -> None:
+        self._next[row] = (inputs, check)
+
+    def finish(self) -> None:
+        self._checks, self._next = self._next, {}

@@ -30,7 +30,7 @@ if TYPE_CHECKING:
     from tracker.analysis.compat import Compat
     from tracker.analysis.index import VersionIndex
     from tracker.analysis.interface import Interface
-    from tracker.analysis.reuse import ContentKey
+    from tracker.analysis.reuse import CheckMemo, ContentKey
     from tracker.compare.accepted import AcceptedBreaks
 
 log = logging.getLogger(__name__)
@@ -84,6 +84,8 @@ class Workspace:
     _by_content: dict[ContentKey, tuple[Interface, Compat]] = field(default_factory=dict)
     # The last few interfaces as built (before file warnings), by their interface key.
     _interfaces: dict[ContentKey, Interface] = field(default_factory=dict)
+    # The checks of the version whose compat table was built last (tracker.analysis.reuse).
+    _checks: CheckMemo = field(default_factory=lambda: _check_memo())
     # Snapshots found shipped or cached, by (source, version): a range first asks which
     # versions lack one, then reads them all; each file is read once.
     _found: dict[tuple[int, str], tuple[Snapshot, Path, str]] = field(default_factory=dict)
@@ -198,7 +200,7 @@ class Workspace:
             interface = self._interface(version, index)
             # Kept with the interface, so a snapshot read from the cache says it again.
             interface.warnings.extend(file_warnings)
-            compat = build_compat(index, interface)
+            compat = build_compat(index, interface, memo=self._checks)
         for warning in file_warnings:
             self.feedback.warn(warning)
         analysis = SourceAnalysis(tree, index, interface, compat)
@@ -354,6 +356,12 @@ class Workspace:
             use_shipped=self.use_shipped,
             progress=self.feedback.progress("analysing"),
         )
+
+
+def _check_memo() -> CheckMemo:
+    from tracker.analysis.reuse import CheckMemo
+
+    return CheckMemo()
 
 
 def _file_warnings(version: str, index: VersionIndex) -> list[str]:
