@@ -12,7 +12,7 @@ import pytest
 
 from bench.build_release_repo import build_release_repo
 from bench.build_replay_repo import ReplayHistory
-from tracker.analysis import compat, interface
+from tracker.analysis import compat, interface, loader
 from tracker.analysis import index as index_module
 from tracker.analysis.index import VersionIndex
 from tracker.analysis.loader import load_index
@@ -199,3 +199,27 @@ def test_a_range_built_by_two_walkers_gives_the_snapshots_of_a_full_analysis(
     assert [s.origin for s in snapshots] == ["cache"] * len(releases)
     assert [s.version for s in snapshots] == releases
     assert [to_json(s) for s in snapshots] == _each_afresh(source, releases)
+
+
+def test_a_pair_parsed_ahead_gives_the_snapshots_of_a_full_analysis(
+    stocked_releases: Callable[..., Path], tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    releases = [OLD, NEW]
+    archives = stocked_releases(*releases) / "pypi"
+    repo = build_release_repo(tmp_path / "sglang", releases, archives, checkout=False)
+    source = open_source(f"git:{repo}", None, Path.cwd())
+    monkeypatch.setenv("TRACKER_JOBS", "2")
+    sent: list[int] = []
+    ahead = loader.parse_ahead
+
+    def counted(*args: Any) -> int:
+        sent.append(ahead(*args))
+        return sent[-1]
+
+    monkeypatch.setattr(loader, "parse_ahead", counted)
+    pair = Workspace(source, use_shipped=False).snapshots_of([(source, OLD), (source, NEW)])
+    # NEW's files that OLD does not have were handed to the pool while OLD was analysed,
+    # and taken from it: none is left waiting.
+    assert len(sent) == 1 and sent[0] > 50
+    assert not store._ahead
+    assert [to_json(s) for s in pair] == _each_afresh(source, releases)

@@ -17,7 +17,7 @@ from __future__ import annotations
 from collections.abc import Callable
 
 from tracker.analysis.index import VersionIndex
-from tracker.extract.store import Progress, load_facts, recent
+from tracker.extract.store import Progress, load_facts, parse_ahead, recent
 from tracker.sources.base import SRT_PREFIX, VersionTree
 
 SEED_DIRS = ("speculative/", "model_executor/", "models/")
@@ -37,6 +37,12 @@ FULL_DIRS = ("speculative/", "model_executor/", "managers/")
 def reads_in_full(path: str) -> bool:
     rel = path.removeprefix(SRT_PREFIX)
     return rel.startswith(FULL_DIRS) or rel in SEED_FILES
+
+
+def parse_seeds_ahead(tree: VersionTree) -> int:
+    """Start parsing `tree`'s seed files on the worker pool (tracker.extract.store)."""
+    paths = seed_paths(tree)
+    return parse_ahead(tree, paths, frozenset(p for p in paths if not reads_in_full(p)))
 
 
 def seed_paths(tree: VersionTree) -> list[str]:
@@ -62,7 +68,10 @@ def load_index(
     tree: VersionTree,
     progress: Progress | None = None,
     on_phase: Callable[[str], None] | None = None,
+    after_seeds: Callable[[], None] | None = None,
 ) -> VersionIndex:
+    """The index of `tree`: its seed files, then the modules their classes' bases are in.
+    `after_seeds` runs once the seed files are read (the worker pool is free again)."""
     recent.next_version()
     paths = seed_paths(tree)
     facts = load_facts(
@@ -71,6 +80,8 @@ def load_index(
         progress=progress,
         definitions_only=frozenset(p for p in paths if not reads_in_full(p)),
     )
+    if after_seeds is not None:
+        after_seeds()
     index = VersionIndex(facts, tree.pins())
     pending = list(index.classes)
     for _ in range(6):

@@ -183,7 +183,7 @@ def diff(
 
     (osrc, oversion), (nsrc, nversion) = ws.resolve(old), ws.resolve(new)
     check_order(oversion, nversion, reverse)
-    a, b = ws.snapshot_of(osrc, oversion), ws.snapshot_of(nsrc, nversion)
+    a, b = ws.snapshots_of([(osrc, oversion), (nsrc, nversion)])
     available = algorithms_of(a, b)
     chosen = pick_algorithms(available, algorithms)
     warn_unknown_accepted(ws, available)

@@ -84,6 +84,9 @@ class Workspace:
     _by_content: dict[ContentKey, tuple[Interface, Compat]] = field(default_factory=dict)
     # The last few interfaces as built (before file warnings), by their interface key.
     _interfaces: dict[ContentKey, Interface] = field(default_factory=dict)
+    # Versions a command will analyse next, in order: while one is analysed, the worker
+    # pool parses the next one's files (snapshots_of).
+    _next: list[tuple[Source, str]] = field(default_factory=list)
     # The checks of the version whose compat table was built last (tracker.analysis.reuse).
     _checks: CheckMemo = field(default_factory=lambda: _check_memo())
     # Snapshots found shipped or cached, by (source, version): a range first asks which
@@ -188,6 +191,7 @@ class Workspace:
             tree,
             progress=self.feedback.progress(f"parsing {version}"),
             on_phase=self.feedback.phase,
+            after_seeds=self._parse_next_ahead,
         )
         file_warnings = _file_warnings(version, index)
         content = content_key(index)
@@ -230,6 +234,26 @@ class Workspace:
             del self._interfaces[next(iter(self._interfaces))]
         self._interfaces[key] = same
         return relabel_interface(same, version)
+
+    def _parse_next_ahead(self) -> None:
+        """Hand the next version's files to the worker pool, which this version's seed
+        files have just left free: they are parsed while this one is analysed."""
+        if not self._next:
+            return
+        from tracker.analysis.loader import parse_seeds_ahead
+
+        source, version = self._next.pop(0)
+        parse_seeds_ahead(source.tree(version))
+
+    def snapshots_of(self, wanted: list[tuple[Source, str]]) -> list[Snapshot]:
+        """Several versions' snapshots, as `snapshot_of` gives them; those that must be
+        built are built one after another, each version's files parsed while the one before
+        it is analysed."""
+        self._next = [(s, v) for s, v in wanted if self._lookup(s, v)[0] is None][1:]
+        try:
+            return [self.snapshot_of(s, v) for s, v in wanted]
+        finally:
+            self._next = []
 
     def snapshot(self, spec: str) -> Snapshot:
         source, version = self.resolve(spec)

@@ -14,7 +14,7 @@ import logging
 import os
 import pickle
 from collections.abc import Callable, Iterable, Mapping
-from concurrent.futures import ProcessPoolExecutor
+from concurrent.futures import Future, ProcessPoolExecutor
 from pathlib import Path
 
 from tracker.common.atomic import write_bytes_atomic
@@ -152,12 +152,18 @@ def load_facts(
     for path in sorted(set(paths)):
         cid = files[path]
         full = path not in definitions_only
-        cached = recent.get((cid, full)) or read_cached(base, cid, full)
+        cached = recent.get((cid, full))
+        if cached is None and (cid, full) in _ahead:
+            # Parsed ahead: taken from the pool's answer below, not unpickled from disk.
+            missing.append((path, cid, full))
+            continue
+        cached = cached or read_cached(base, cid, full)
         if cached is None:
             missing.append((path, cid, full))
         else:
             recent.put((cid, full), cached)
             result[path] = cached if cached.path == path else cached._replace(path=path)
+    missing = _collect_ahead(missing, result)
     total = len(missing)
     if progress is not None:
         progress(0, total)
@@ -185,6 +191,60 @@ def load_facts(
         if progress is not None:
             progress(done, total)
     return result
+
+
+# Files being parsed ahead (parse_ahead), by (content id, read in full): the batch's future.
+_ahead: dict[tuple[str, bool], Future[list[ModuleFacts]]] = {}
+
+
+def parse_ahead(tree: VersionTree, paths: Iterable[str], definitions_only: frozenset[str]) -> int:
+    """Start parsing, on the worker pool, the files of `paths` whose facts are neither in
+    memory nor cached, and return at once: a later `load_facts` takes the results instead
+    of parsing them. For the next version of a command, while this one is analysed.
+    Returns how many files were sent."""
+    base = facts_dir()
+    files = tree.files
+    todo: dict[tuple[str, bool], str] = {}
+    for path in sorted(set(paths)):
+        cid = files[path]
+        key = (cid, path not in definitions_only)
+        if key in todo or key in _ahead or recent.get(key) is not None:
+            continue
+        if not _entry_path(base, cid, key[1]).is_file():
+            todo[key] = path
+    workers = min(default_jobs(), len(todo) // 16)
+    if workers < 2:
+        return 0  # too few to be worth a round trip: load_facts parses them in place
+    items = [(path, cid, tree.read(path), full) for (cid, full), path in todo.items()]
+    pool = _pool(workers)
+    for i in range(workers * 4):
+        batch = items[i :: workers * 4]
+        if batch:
+            future = pool.submit(_parse_batch, str(base), batch)
+            for _, cid, _, full in batch:
+                _ahead[(cid, full)] = future
+    return len(items)
+
+
+def _collect_ahead(
+    missing: list[tuple[str, str, bool]], result: dict[str, ModuleFacts]
+) -> list[tuple[str, str, bool]]:
+    """Fill `result` with the missing files that were parsed ahead (waiting for them);
+    returns the ones still missing."""
+    if not _ahead:
+        return missing
+    still = []
+    for path, cid, full in missing:
+        future = _ahead.pop((cid, full), None)
+        if future is None:
+            still.append((path, cid, full))
+            continue
+        for facts in future.result():
+            recent.put((facts.content_id, not facts.definitions_only), facts)
+        found = recent.get((cid, full))
+        assert found is not None
+        result[path] = found if found.path == path else found._replace(path=path)
+    return still
 
 
 _pools: dict[int, ProcessPoolExecutor] = {}
