@@ -8,7 +8,7 @@ from itertools import combinations, pairwise
 from hypothesis import given
 from hypothesis import strategies as st
 
-from tracker.compare.parallel import ANALYSIS_COST, split_runs, version_costs
+from tracker.compare.parallel import ANALYSIS_COST, split_segments, version_costs
 
 
 def test_a_version_costs_its_files_first_and_then_what_changed_since_the_one_before() -> None:
@@ -47,7 +47,7 @@ costs_strategy = st.lists(
 def test_segments_are_contiguous_cover_every_version_and_minimise_the_largest_cost(
     costs: list[tuple[int, int]], runs: int
 ) -> None:
-    segments = split_runs(costs, runs)
+    segments = split_segments(costs, runs)
     assert 1 <= len(segments) <= runs
     assert [i for s in segments for i in s] == list(range(len(costs)))
     assert all(len(s) > 0 for s in segments)
@@ -56,5 +56,5 @@ def test_segments_are_contiguous_cover_every_version_and_minimise_the_largest_co
 
 
 def test_one_segment_when_one_is_asked_for() -> None:
-    assert split_runs([(10, 3), (10, 4), (10, 5)], 1) == [range(3)]
-    assert split_runs([], 2) == []
+    assert split_segments([(10, 3), (10, 4), (10, 5)], 1) == [range(3)]
+    assert split_segments([], 2) == []

@@ -42,8 +42,8 @@ def version_costs(files: Sequence[set[FileKey]]) -> list[tuple[int, int]]:
     return out
 
 
-def split_runs(costs: Sequence[tuple[int, int]], runs: int) -> list[range]:
-    """Cut the versions into at most `runs` contiguous segments whose largest cost is
+def split_segments(costs: Sequence[tuple[int, int]], most: int) -> list[range]:
+    """Cut the versions into at most `most` contiguous segments whose largest cost is
     smallest (dynamic programming: a version's cost depends on whether it starts a segment,
     which defeats greedy filling); among equal cuts, the one with more segments."""
     n = len(costs)
@@ -58,16 +58,16 @@ def split_runs(costs: Sequence[tuple[int, int]], runs: int) -> list[range]:
 
     # worst[m][j]: the smallest largest cost of m segments covering the first j versions.
     infinite = float("inf")
-    worst = [[infinite] * (n + 1) for _ in range(runs + 1)]
-    cut_at = [[0] * (n + 1) for _ in range(runs + 1)]
+    worst = [[infinite] * (n + 1) for _ in range(most + 1)]
+    cut_at = [[0] * (n + 1) for _ in range(most + 1)]
     worst[0][0] = 0
-    for m in range(1, runs + 1):
+    for m in range(1, most + 1):
         for j in range(m, n + 1):
             for i in range(m - 1, j):
                 value = max(worst[m - 1][i], segment(i, j))
                 if value < worst[m][j]:
                     worst[m][j], cut_at[m][j] = value, i
-    best = min(range(1, min(runs, n) + 1), key=lambda m: (worst[m][n], -m))
+    best = min(range(1, min(most, n) + 1), key=lambda m: (worst[m][n], -m))
     out: list[range] = []
     end = n
     for m in range(best, 0, -1):
@@ -77,7 +77,7 @@ def split_runs(costs: Sequence[tuple[int, int]], runs: int) -> list[range]:
     return out[::-1]
 
 
-def build_runs(
+def build_segments(
     kind: str,
     location: str,
     segments: Sequence[Sequence[str]],

@@ -356,10 +356,9 @@ class Workspace:
         """Fill the snapshot cache for the versions that lack one, on every core: one
         contiguous segment of versions per two workers, walked from both ends
         (tracker.compare.parallel), so each worker parses only what changed from one version
-        to the next. The serial loop afterwards
-        only reads."""
+        to the next. The serial loop afterwards only reads."""
         from tracker.analysis.loader import reads_in_full, seed_paths
-        from tracker.compare.parallel import build_runs, split_runs, version_costs
+        from tracker.compare.parallel import build_segments, split_segments, version_costs
         from tracker.extract.store import default_jobs
 
         missing = [v for v in versions if self._lookup(self.source, v)[0] is None]
@@ -370,9 +369,9 @@ class Workspace:
             tree = self.source.tree(version)
             files.append({(tree.files[p], reads_in_full(p)) for p in seed_paths(tree)})
         workers = min(default_jobs(), len(missing))
-        segments = split_runs(version_costs(files), (workers + 1) // 2)
+        segments = split_segments(version_costs(files), (workers + 1) // 2)
         self.feedback.phase(f"analysing {len(missing)} versions in {workers} processes")
-        build_runs(
+        build_segments(
             self.source.kind,
             self.source.location,
             [[missing[i] for i in segment] for segment in segments],

@@ -96,13 +96,6 @@ def _parse_batch(base: str, items: list[tuple[str, str, bytes, bool]]) -> list[M
     return [_parse_and_store(Path(base), p, c, d, full) for p, c, d, full in items]
 
 
-def _store_batch(base: str, items: list[tuple[str, str, bytes, bool]]) -> int:
-    """Like _parse_batch, for prefetching: the facts stay in the cache, not sent back."""
-    for p, c, d, full in items:
-        _parse_and_store(Path(base), p, c, d, full)
-    return len(items)
-
-
 def default_jobs() -> int:
     env = os.environ.get("TRACKER_JOBS")
     if env and env.isdigit() and int(env) > 0:
@@ -264,37 +257,3 @@ def _shutdown_pools() -> None:
     for pool in _pools.values():
         pool.shutdown(cancel_futures=True)
     _pools.clear()
-
-
-def prefetch(
-    wanted: Iterable[tuple[VersionTree, str, bool]], *, progress: Progress | None = None
-) -> int:
-    """Parse, in one pool, every (tree, path, read in full) whose facts are not cached yet,
-    each content id once however many versions share it. Returns how many were parsed."""
-    base = facts_dir()
-    todo: dict[tuple[str, bool], tuple[VersionTree, str]] = {}
-    for tree, path, full in wanted:
-        cid = tree.files[path]
-        if (cid, full) not in todo and not _entry_path(base, cid, full).is_file():
-            todo[(cid, full)] = (tree, path)
-    total = len(todo)
-    if progress is not None:
-        progress(0, total)
-    if not todo:
-        return 0
-    workers = max(1, min(default_jobs(), total // 16))
-    items = [(path, cid, tree.read(path), full) for (cid, full), (tree, path) in todo.items()]
-    if workers == 1:
-        for done, (path, cid, data, full) in enumerate(items, 1):
-            _parse_and_store(base, path, cid, data, full)
-            if progress is not None:
-                progress(done, total)
-        return total
-    # Interleaved batches so that big and small files spread over the workers.
-    batches = [items[i :: workers * 8] for i in range(workers * 8)]
-    done = 0
-    for count in _pool(workers).map(_store_batch, [str(base)] * len(batches), batches):
-        done += count
-        if progress is not None:
-            progress(done, total)
-    return total
