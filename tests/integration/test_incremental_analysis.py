@@ -217,6 +217,10 @@ def test_a_pair_parsed_ahead_gives_the_snapshots_of_a_full_analysis(
         return sent[-1]
 
     monkeypatch.setattr(loader, "parse_ahead", counted)
+    # Nothing in memory from the tests before: NEW's files must really be parsed here.
+    monkeypatch.setattr(store, "_ahead", {})
+    for _ in range(2):
+        store.recent.next_version()
     pair = Workspace(source, use_shipped=False).snapshots_of([(source, OLD), (source, NEW)])
     # NEW's files that OLD does not have were handed to the pool while OLD was analysed,
     # and taken from it: none is left waiting.
