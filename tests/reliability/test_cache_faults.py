@@ -367,6 +367,34 @@ def test_a_full_disk_under_the_template_cache_costs_speed_not_the_report(
 # -- corrupt facts cache entries ------------------------------------------------------------------
 
 
+def test_the_template_cache_is_made_from_the_jinja2_imported_now(
+    sgl_dir: MakeDir, cache_dir: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A session that restores `sys.modules` (pytester) imports jinja2 anew: the template
+    cache must use the new module's buckets, not those of the import before."""
+    args = ("interface", "local", "--source", f"dir:{sgl_dir()}", "-q")
+    assert run_cli(*args).code == 0  # the tool has made its template cache once
+    before = [m for m in sys.modules if m == "jinja2" or m.startswith("jinja2.")]
+    for name in before:
+        monkeypatch.delitem(sys.modules, name)  # put back after the test
+    try:
+        import jinja2.bccache  # a new module object
+
+        def disk_full(self: object, stream: object) -> None:
+            raise _disk_full()
+
+        monkeypatch.setattr(jinja2.bccache.Bucket, "write_bytecode", disk_full)
+        for entry in _files_under(cache_dir / "templates"):
+            entry.unlink()
+        assert run_cli(*args).code == 0
+        assert _files_under(cache_dir / "templates") == []
+    finally:
+        # Only the first import's modules may stay: drop what the new one added.
+        for name in [m for m in sys.modules if m == "jinja2" or m.startswith("jinja2.")]:
+            if name not in before:
+                del sys.modules[name]
+
+
 def _damage_entry(entry: Path, how: str, other: Path) -> None:
     blob = entry.read_bytes()
     if how == "emptied":

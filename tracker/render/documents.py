@@ -12,7 +12,6 @@ import json
 import logging
 from collections.abc import Iterable
 from dataclasses import dataclass
-from functools import cache
 from pathlib import Path
 from typing import Any
 
@@ -295,10 +294,13 @@ def _template_cache() -> Any:
     return cache_class(str(folder))
 
 
-@cache
 def _tolerant_cache() -> Any:
     """jinja2's file cache of compiled templates, except that an entry it cannot write (a
-    full disk) or read costs the compile, not the run: as the facts cache does."""
+    full disk) or read costs the compile, not the run: as the facts cache does.
+
+    Made anew for each environment, from the jinja2 module imported now: a class kept from
+    an earlier import would keep that import's `Bucket` (seen when a test session restores
+    `sys.modules`). Making it costs microseconds."""
     import jinja2
 
     class TolerantBytecodeCache(jinja2.FileSystemBytecodeCache):
