@@ -11,7 +11,6 @@ import click
 from tracker.cli.options import (
     Failed,
     algorithms_option,
-    check_order,
     config_option,
     describe_pair,
     describe_snapshot,
@@ -20,8 +19,8 @@ from tracker.cli.options import (
     format_option,
     rendering_options,
     reverse_option,
+    snapshot_pair,
     source_options,
-    warn_unknown_accepted,
 )
 from tracker.common.errors import TrackerError
 
@@ -178,17 +177,11 @@ def diff(
     """What changed between OLD and NEW: interface members, output fields, and which
     model wrappers broke or were fixed."""
     from tracker.compare.diff import diff as compute
-    from tracker.compare.snapshot import algorithms_of, pick_algorithms
     from tracker.render.documents import diff_document, render
 
-    (osrc, oversion), (nsrc, nversion) = ws.resolve(old), ws.resolve(new)
-    check_order(oversion, nversion, reverse)
-    a, b = ws.snapshots_of([(osrc, oversion), (nsrc, nversion)])
-    available = algorithms_of(a, b)
-    chosen = pick_algorithms(available, algorithms)
-    warn_unknown_accepted(ws, available)
+    a, b, nsrc, chosen = snapshot_pair(ws, old, new, algorithms, reverse)
     result = compute(a.interface, a.compat, b.interface, b.compat, chosen)
-    doc = diff_document(result, describe_pair(ws, a, b, fmt), ws.fix_options(nsrc, nversion))
+    doc = diff_document(result, describe_pair(ws, a, b, fmt), ws.fix_options(nsrc, b.version))
     flush_warnings(ws)
     emit(render("diff", fmt, doc, replace(render_options, show_all=show_all)))
     # Accepted breaks (tracker.toml) are shown above but fail nothing.

@@ -217,6 +217,24 @@ def check_order(old: str, new: str, reverse: bool) -> None:
     )
 
 
+def snapshot_pair(
+    ws: Workspace, old: str, new: str, algorithms: tuple[str, ...], reverse: bool = False
+) -> Any:
+    """(old snapshot, new snapshot, new version's source, chosen algorithms) for the
+    commands that compare two versions; the new one's files are parsed while the old one
+    is analysed (Workspace.snapshots_of)."""
+    from tracker.compare.snapshot import algorithms_of, pick_algorithms
+
+    osrc, oversion = ws.resolve(old)
+    nsrc, nversion = ws.resolve(new)
+    check_order(oversion, nversion, reverse)
+    a, b = ws.snapshots_of([(osrc, oversion), (nsrc, nversion)])
+    available = algorithms_of(a, b)
+    chosen = pick_algorithms(available, algorithms)
+    warn_unknown_accepted(ws, available)
+    return a, b, nsrc, chosen
+
+
 def describe_snapshot(ws: Workspace, snap: Any, fmt: str = "text") -> str:
     """The source, and for people (not in JSON, which must not depend on the cache
     state) where the answer came from."""

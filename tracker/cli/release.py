@@ -19,7 +19,6 @@ import click
 from tracker.cli.bisect import NO_BISECT_HELP, broke_in_finder
 from tracker.cli.options import (
     algorithms_option,
-    check_order,
     config_option,
     describe_snapshot,
     emit,
@@ -27,8 +26,8 @@ from tracker.cli.options import (
     format_option,
     rendering_options,
     reverse_option,
+    snapshot_pair,
     source_options,
-    warn_unknown_accepted,
 )
 from tracker.common.errors import SourceError, TrackerError
 
@@ -41,22 +40,6 @@ if TYPE_CHECKING:
     from tracker.release.watch import ReleaseOutcome, Sink, WatchResult
     from tracker.render.documents import RenderOptions
     from tracker.sources.base import Source
-
-
-def _pair(
-    ws: Workspace, old: str, new: str, algorithms: tuple[str, ...], reverse: bool = False
-) -> Any:
-    """(old snapshot, new snapshot, new version's source, chosen algorithms)."""
-    from tracker.compare.snapshot import algorithms_of, pick_algorithms
-
-    osrc, oversion = ws.resolve(old)
-    nsrc, nversion = ws.resolve(new)
-    check_order(oversion, nversion, reverse)
-    a, b = ws.snapshot_of(osrc, oversion), ws.snapshot_of(nsrc, nversion)
-    available = algorithms_of(a, b)
-    chosen = pick_algorithms(available, algorithms)
-    warn_unknown_accepted(ws, available)
-    return a, b, nsrc, chosen
 
 
 # ---------------------------------------------------------------------- changelog
@@ -104,7 +87,7 @@ def changelog(
     from tracker.release.changelog import changelog_document
     from tracker.render.documents import render
 
-    a, b, nsrc, chosen = _pair(ws, old, new, algorithms, reverse)
+    a, b, nsrc, chosen = snapshot_pair(ws, old, new, algorithms, reverse)
     result = diff(a.interface, a.compat, b.interface, b.compat, chosen)
     broke_in = broke_in_finder(ws, a.version, b.version, (ws.resolve(old)[0], nsrc), no_bisect)
     doc = changelog_document(
@@ -153,7 +136,7 @@ def issues(
     from tracker.release.watch import DirSink, accepted_between, issues_between
     from tracker.render.documents import document_json
 
-    a, b, nsrc, chosen = _pair(ws, old, new, algorithms, reverse)
+    a, b, nsrc, chosen = snapshot_pair(ws, old, new, algorithms, reverse)
     broke_in = broke_in_finder(ws, a.version, b.version, (ws.resolve(old)[0], nsrc), no_bisect)
     docs = issues_between(ws, nsrc, a, b, chosen, render_options, broke_in=broke_in)
     flush_warnings(ws)
