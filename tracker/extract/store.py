@@ -155,7 +155,7 @@ def load_facts(
             missing.append((path, cid, full))
         else:
             recent.put((cid, full), cached)
-            result[path] = cached if cached.path == path else cached._replace(path=path)
+            result[path] = _at(cached, path)
     missing = _collect_ahead(missing, result)
     total = len(missing)
     if progress is not None:
@@ -170,10 +170,7 @@ def load_facts(
             if progress is not None:
                 progress(done, total)
         return result
-    # Interleave big and small files so batches take similar time.
-    batches: list[list[tuple[str, str, bytes, bool]]] = [[] for _ in range(workers * 4)]
-    for i, (path, cid, full) in enumerate(missing):
-        batches[i % len(batches)].append((path, cid, tree.read(path), full))
+    batches = _batches([(path, cid, tree.read(path), full) for path, cid, full in missing], workers)
     done = 0
     pool = _pool(workers)
     for batch_facts in pool.map(_parse_batch, [str(base)] * len(batches), batches):
@@ -210,13 +207,26 @@ def parse_ahead(tree: VersionTree, paths: Iterable[str], definitions_only: froze
         return 0  # too few to be worth a round trip: load_facts parses them in place
     items = [(path, cid, tree.read(path), full) for (cid, full), path in todo.items()]
     pool = _pool(workers)
-    for i in range(workers * 4):
-        batch = items[i :: workers * 4]
-        if batch:
-            future = pool.submit(_parse_batch, str(base), batch)
-            for _, cid, _, full in batch:
-                _ahead[(cid, full)] = future
+    for batch in _batches(items, workers):
+        future = pool.submit(_parse_batch, str(base), batch)
+        for _, cid, _, full in batch:
+            _ahead[(cid, full)] = future
     return len(items)
+
+
+Item = tuple[str, str, bytes, bool]  # (path, content id, bytes, read in full)
+
+
+def _batches(items: list[Item], workers: int) -> list[list[Item]]:
+    """Four batches per worker, big and small files interleaved so they take similar time."""
+    count = workers * 4
+    return [batch for i in range(count) if (batch := items[i::count])]
+
+
+def _at(facts: ModuleFacts, path: str) -> ModuleFacts:
+    """`facts` under `path`: one content id can sit at several paths (a file moved or
+    copied between versions)."""
+    return facts if facts.path == path else facts._replace(path=path)
 
 
 def _collect_ahead(
@@ -236,7 +246,7 @@ def _collect_ahead(
             recent.put((facts.content_id, not facts.definitions_only), facts)
         found = recent.get((cid, full))
         assert found is not None
-        result[path] = found if found.path == path else found._replace(path=path)
+        result[path] = _at(found, path)
     return still
 
 
