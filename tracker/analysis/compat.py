@@ -434,24 +434,20 @@ def build_compat(
     rules = rules or load_rules()
     compat = Compat(interface.version, entries=entry_classes(index, rules))
     needs = Needs.of(interface)
-    closures = memo.start(index, rules.source_hash) if memo is not None else None
+    memo = memo or CheckMemo()  # a fresh one reuses nothing
+    memo.start(index, rules.source_hash)
     for entry in compat.entries:
+        module = index.module_of(entry.key) if entry.key else ""
         for algorithm, role, why in rows_of(entry, interface, rules):
-            if memo is None:
-                compat.checks.append(check_entry(index, entry, algorithm, role, needs, why))
-                continue
             members = needs.required.get((algorithm, role), ())
             alternatives = tuple(needs.alternatives.get((algorithm, role, m), ()) for m in members)
             row, inputs = (entry.name, algorithm, role), (entry, members, alternatives, why)
-            check = None
-            if closures is not None and entry.key:
-                check = memo.get(row, inputs, index.module_of(entry.key), closures)
+            check = memo.get(row, inputs, module)
             if check is None:
                 check = check_entry(index, entry, algorithm, role, needs, why)
             memo.put(row, inputs, check)
             compat.checks.append(check)
-    if memo is not None:
-        memo.finish()
+    memo.finish()
     return compat
 
 

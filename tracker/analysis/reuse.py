@@ -165,34 +165,30 @@ class CheckMemo:
     that digest is compared."""
 
     def __init__(self) -> None:
-        self.reused = 0  # checks taken from the version before, in the last table
         self._digest = ""
+        # The closures of the table before and of the one being built.
+        self._previous: ModelClosures | None = None
         self._closures: ModelClosures | None = None
-        self._previous_closures: ModelClosures | None = None
         self._checks: dict[tuple[str, str, str], tuple[CheckInputs, ModelCheck]] = {}
         self._next: dict[tuple[str, str, str], tuple[CheckInputs, ModelCheck]] = {}
-        self._same = False
 
-    def start(self, index: VersionIndex, rules_hash: str) -> ModelClosures | None:
-        """Begin a table for `index`; the closures of its modules when checks of the table
-        before may be reused, else None."""
+    def start(self, index: VersionIndex, rules_hash: str) -> None:
+        """Begin a table for `index`: its checks may come from the table before only when
+        both have the same interface digest and role rules."""
         digest = f"{interface_digest(index)}:{rules_hash}"
-        self._same = digest == self._digest and self._closures is not None
-        self._digest, self.reused, self._next = digest, 0, {}
-        closures = ModelClosures(index)
-        self._previous_closures, self._closures = self._closures, closures
-        return closures if self._same else None
+        same = digest == self._digest and self._closures is not None
+        self._digest, self._next = digest, {}
+        self._previous = self._closures if same else None
+        self._closures = ModelClosures(index)
 
-    def get(
-        self, row: tuple[str, str, str], inputs: CheckInputs, module: str, closures: ModelClosures
-    ) -> ModelCheck | None:
+    def get(self, row: tuple[str, str, str], inputs: CheckInputs, module: str) -> ModelCheck | None:
+        """The check of `row` from the table before, when nothing it depends on changed."""
         found = self._checks.get(row)
-        previous = self._previous_closures
-        if found is None or previous is None or found[0] != inputs:
+        previous, closures = self._previous, self._closures
+        if found is None or previous is None or closures is None or found[0] != inputs:
             return None
         if not module or previous.digest(module) != closures.digest(module):
             return None
-        self.reused += 1
         return found[1]
 
     def put(self, row: tuple[str, str, str], inputs: CheckInputs, check: ModelCheck) -> None:
