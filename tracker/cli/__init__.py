@@ -10,7 +10,6 @@ The group and the entry point live here; the commands in one module per group (`
 
 from __future__ import annotations
 
-import gc
 import logging
 import os
 import sys
@@ -21,6 +20,7 @@ import click
 from tracker import __version__
 from tracker.cli import basics, bisect, models, release, report
 from tracker.cli.options import Failed
+from tracker.common.collector import tune_collector
 from tracker.common.errors import TrackerError
 
 # --------------------------------------------------------------------------- group
@@ -125,9 +125,7 @@ for _module in (basics, bisect, models, release, report):
 def main(argv: list[str] | None = None) -> None:
     """Entry point: runs the group and maps failures to exit codes and one-line errors."""
     debug = bool(os.environ.get("TRACKER_DEBUG"))
-    # The analysis makes millions of small, acyclic objects (facts are tuples): the
-    # default thresholds had full collections take a third of a cold run.
-    gc.set_threshold(200_000, 50, 1000)
+    tune_collector()
     # Warnings the pipeline logs (a cache it cannot write, a corrupt entry) read like the
     # tool's own: one line, "tracker: warning: ...".
     handler = logging.StreamHandler()

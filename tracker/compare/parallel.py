@@ -15,7 +15,6 @@ the version before it, plus the analysis itself.
 
 from __future__ import annotations
 
-import gc
 import os
 import queue
 from collections.abc import Callable, Sequence
@@ -23,6 +22,7 @@ from concurrent.futures import FIRST_COMPLETED, Future, ProcessPoolExecutor, wai
 from pathlib import Path
 from typing import Any
 
+from tracker.common.collector import tune_collector
 from tracker.common.errors import TrackerError
 
 Progress = Callable[[int, int], None]
@@ -153,7 +153,7 @@ def _start(done_queue: Any, ends: Any) -> None:
     global _done, _ends
     _done, _ends = done_queue, ends
     os.environ["TRACKER_JOBS"] = "1"
-    gc.set_threshold(200_000, 50, 1000)
+    tune_collector()
 
 
 def _claim(segment: int, step: int) -> int | None:
