@@ -4,6 +4,8 @@ analysis of each gives."""
 
 from __future__ import annotations
 
+import json
+import subprocess
 from collections.abc import Callable
 from pathlib import Path
 from typing import Any
@@ -227,3 +229,104 @@ def test_a_pair_parsed_ahead_gives_the_snapshots_of_a_full_analysis(
     assert len(sent) == 1 and sent[0] > 50
     assert not store._ahead
     assert [to_json(s) for s in pair] == _each_afresh(source, releases)
+
+
+_KIMI_FIX = """\
+    def get_embed_and_head(self):
+        return self.language_model.get_embed_and_head()
+
+    def set_eagle3_layers_to_capture(self, layer_ids=None):
+        return self.language_model.set_eagle3_layers_to_capture(layer_ids)
+
+"""
+
+
+def _kimi_eagle3(snapshot: Any) -> str:
+    [status] = {
+        c.status
+        for c in snapshot.compat.checks
+        if c.model == "KimiK25ForConditionalGeneration"
+        and c.algorithm == "EAGLE3"
+        and c.role == "target"
+    }
+    return str(status)
+
+
+def test_a_fork_commit_reuses_the_release_it_branched_from(
+    stocked_releases: Callable[..., Path], tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Facts and analyses are keyed by content, not by source: a fork (its own git
+    repository holding the release and its pins in pyproject.toml, plus a commit that fixes
+    one model file) analysed after the release from its archive parses that one file,
+    keeps the interface and rechecks only the classes that reach the file; a fresh
+    analysis of the fork parses nothing, and both give the same snapshot."""
+    archives = stocked_releases(NEW) / "pypi"
+    release = PypiSource(archives)
+    requirements = release.tree(NEW).requirements()
+    assert requirements is not None
+    repo = build_release_repo(tmp_path / "fork", [NEW], archives)
+    project = "[project]\nname = 'sglang'\ndependencies = [\n"
+    project += "".join(f"  {json.dumps(line)},\n" for line in requirements[0]) + "]\n"
+    (repo / "python" / "pyproject.toml").write_text(project)
+    kimi = repo / KIMI_MODULE
+    text = kimi.read_text()
+    body = text.index("    def __init__(", text.index("class KimiK25ForConditionalGeneration("))
+    kimi.write_text(text[:body] + _KIMI_FIX + text[body:])
+    git = ["git", "-C", str(repo), "-c", "user.name=fork", "-c", "user.email=fork@example.com"]
+    subprocess.run([*git, "add", "-A"], check=True)
+    subprocess.run([*git, "commit", "-q", "-m", "kimi_k25: EAGLE3 members"], check=True)
+    fork = open_source(f"git:{repo}", None, Path.cwd())
+    commit = fork.commit_of("HEAD") or ""
+    # The same pins, read from another place.
+    pins, fork_pins = release.tree(NEW).pins(), fork.tree(commit).pins()
+    assert pins.versions == fork_pins.versions and pins.origin != fork_pins.origin
+
+    # An empty facts cache of its own, everything parsed in this process (counted), and
+    # nothing in memory from the tests before.
+    monkeypatch.setenv("TRACKER_CACHE_DIR", str(tmp_path / "cache"))
+    monkeypatch.setenv("TRACKER_JOBS", "1")
+    monkeypatch.setattr(store, "_ahead", {})
+    for _ in range(2):
+        store.recent.next_version()
+        index_module._parts.next_version()
+    parsed: list[str] = []
+    parse = store._parse_and_store
+
+    def counted(base: Path, path: str, *args: Any) -> Any:
+        parsed.append(path)
+        return parse(base, path, *args)
+
+    built: list[str] = []
+    build = interface.build_interface
+
+    def counted_build(version: str, index: VersionIndex) -> interface.Interface:
+        built.append(version)
+        return build(version, index)
+
+    checked: list[str] = []
+    check = compat.check_entry
+
+    def counted_check(
+        index: VersionIndex, entry: compat.EntryClass, *args: Any
+    ) -> compat.ModelCheck:
+        checked.append(entry.name)
+        return check(index, entry, *args)
+
+    monkeypatch.setattr(store, "_parse_and_store", counted)
+    monkeypatch.setattr(interface, "build_interface", counted_build)
+    monkeypatch.setattr(compat, "check_entry", counted_check)
+    workspace = Workspace(release, use_shipped=False, use_cache=False)
+    before = workspace.snapshot_of(release, NEW)
+    assert len(parsed) > 200 and built == [NEW]
+    parsed.clear()
+    checked.clear()
+    after = workspace.snapshot_of(fork, commit)
+    assert parsed == [KIMI_MODULE]
+    assert built == [NEW]  # the fork's interface is the release's
+    assert "KimiK25ForConditionalGeneration" in checked
+    assert 0 < len(checked) < len(after.compat.checks) // 4
+    assert (_kimi_eagle3(before), _kimi_eagle3(after)) == ("broken", "ok")
+
+    monkeypatch.setattr(compat, "check_entry", check)
+    assert _each_afresh(fork, [commit]) == [to_json(after)]
+    assert parsed == [KIMI_MODULE]  # the fresh analysis read every file's facts cached

@@ -116,3 +116,59 @@ def test_answers_kept_with_an_index_are_dropped_when_a_module_is_added() -> None
     assert index.attr_types(cls, "inner") == frozenset({base})
     assert provision(index, cls, "get_embed_and_head").how == "inherited"
     assert [d.inner_key for d in delegations(index, cls, "get_embed_and_head")] == [base]
+
+
+def test_reuse_keys_read_the_pins_as_the_analysis_does() -> None:
+    """Pins count for what `ExternalBases` reads of them: the same versions read from a
+    wheel or from a checkout's pyproject.toml are one key; a tree that pins nothing and is
+    judged at its release's pins shares the interface but not the compat table (each
+    provision names how its version was chosen); another version is another key."""
+    from tracker.analysis.externals import load_inventory
+    from tracker.analysis.reuse import content_key, interface_key
+    from tracker.sources.base import Pins
+
+    tag, pinned = next(iter(load_inventory().releases.items()))
+    versions = tuple(sorted(pinned.items()))
+    facts = _facts(tree({SRT + "models/foo.py": _FOO}))
+
+    def keys(pins: Pins) -> tuple[object, object]:
+        index = VersionIndex(facts, pins)
+        return content_key(index), interface_key(index)
+
+    wheel = keys(Pins(versions, "sglang-x.whl METADATA", tag))
+    checkout = keys(Pins(versions, "python/pyproject.toml", tag))
+    unpinned = keys(Pins((), "", tag))
+    other_torch = next(v for v in load_inventory().packages["torch"] if v != pinned["torch"])
+    moved = keys(Pins(tuple(sorted({**pinned, "torch": other_torch}.items())), "x", tag))
+    assert wheel == checkout
+    assert unpinned[1] == wheel[1] and unpinned[0] != wheel[0]
+    assert moved[1] != wheel[1] and moved[0] != wheel[0]
+
+
+def test_checks_are_reused_only_under_pins_read_the_same() -> None:
+    """A check names the version an external base was judged at and how it was chosen:
+    under pins that differ only in where they were read it is taken again, under pins
+    that choose the same versions another way it is not."""
+    from tracker.analysis.externals import load_inventory
+    from tracker.analysis.reuse import CheckMemo
+    from tracker.sources.base import Pins
+
+    tag, pinned = next(iter(load_inventory().releases.items()))
+    versions = tuple(sorted(pinned.items()))
+    facts = _facts(tree({SRT + "models/foo.py": _FOO}))
+    module = "sglang.srt.models.foo"
+    row = ("sglang.srt.models.foo:Foo", "EAGLE3", "target")
+    inputs = ("Foo", ("get_embed_and_head",), ((),), "")
+    check = object()
+
+    def taken_again(first: Pins, second: Pins) -> bool:
+        memo = CheckMemo()
+        memo.start(VersionIndex(facts, first), "rules")
+        memo.put(row, inputs, check)
+        memo.finish()
+        memo.start(VersionIndex(facts, second), "rules")
+        return memo.get(row, inputs, module) is check
+
+    wheel = Pins(versions, "sglang-x.whl METADATA", tag)
+    assert taken_again(wheel, Pins(versions, "python/pyproject.toml", tag))
+    assert not taken_again(wheel, Pins((), "", tag))

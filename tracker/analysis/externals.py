@@ -246,6 +246,16 @@ def bases_for(pins: Pins) -> ExternalBases:
     return ExternalBases(load_inventory(), pins)
 
 
+def judged_at(pins: Pins) -> tuple[tuple[str, str, str], ...]:
+    """What the analysis reads of `pins`: per inventoried package, the version its classes
+    are judged at and the note that says how it was chosen. `ExternalBases` answers from
+    these alone, so pins equal here give the same answers wherever they were read (a
+    wheel's METADATA, a checkout's pyproject.toml), and pins of packages outside the
+    inventory change nothing."""
+    chosen = bases_for(pins).chosen
+    return tuple(sorted((package, version, note) for package, (version, note) in chosen.items()))
+
+
 @lru_cache(maxsize=16)
 def every_model_has(pins: Pins) -> frozenset[str]:
     """What every model has whatever its class: `object`'s members and `torch.nn.Module`'s
@@ -265,6 +275,7 @@ __all__ = [
     "PackageRelease",
     "bases_for",
     "every_model_has",
+    "judged_at",
     "load_inventory",
     "parse_inventory",
 ]

@@ -3,8 +3,10 @@
 The interface and the compat table are functions of the index alone (the facts of the
 modules the loader read, and the pins), plus the version's name, which they only carry as a
 label and at the head of version-specific warnings. Two versions whose loaded modules have
-the same paths and content ids, read the same way, under the same pins, therefore get the
-same analysis up to that label. Between adjacent commits most changes touch files the
+the same paths and content ids, read the same way, with external packages judged at the
+same versions, therefore get the same analysis up to that label, whatever source each came
+from: a fork's commit takes what the release it branched from gave for every file it left
+alone. Between adjacent commits most changes touch files the
 analysis never reads (layers, kernels, tests, docs), so the key is taken after loading:
 an added file that a base class now resolves to is loaded, and changes the key.
 
@@ -23,29 +25,35 @@ from collections.abc import Hashable
 from dataclasses import replace
 from typing import TYPE_CHECKING
 
+from tracker.analysis.externals import judged_at
+
 if TYPE_CHECKING:
     from tracker.analysis.compat import Compat, ModelCheck
     from tracker.analysis.index import VersionIndex
     from tracker.analysis.interface import Interface
-    from tracker.sources.base import Pins
 
-ContentKey = tuple["Pins", tuple[tuple[str, str, bool], ...]]
+# (what is read of the pins, every module that counts as (repo path, content id, read for
+# definitions only))
+ContentKey = tuple[tuple[tuple[str, ...], ...], tuple[tuple[str, str, bool], ...]]
 
 MODELS_PREFIX = "python/sglang/srt/models/"
 
 
 def content_key(index: VersionIndex) -> ContentKey:
-    """What the analysis of `index` depends on: its pins and every loaded module as
+    """What the analysis of `index` depends on: what it reads of the pins (the version and
+    note each external package is judged at: `judged_at`) and every loaded module as
     (repo path, content id, read for definitions only)."""
     modules = tuple(
         sorted((f.path, f.content_id, f.definitions_only) for f in index.by_path.values())
     )
-    return index.pins, modules
+    return judged_at(index.pins), modules
 
 
 def interface_key(index: VersionIndex) -> ContentKey:
-    """What the interface of `index` depends on: its pins and every loaded module but the
-    model files read for their definitions."""
+    """What the interface of `index` depends on: the versions external packages are judged
+    at (it reads only the members of `torch.nn.Module` there, never the note saying how the
+    version was chosen) and every loaded module but the model files read for their
+    definitions."""
     modules = tuple(
         sorted(
             (f.path, f.content_id, f.definitions_only)
@@ -53,7 +61,8 @@ def interface_key(index: VersionIndex) -> ContentKey:
             if not (f.definitions_only and f.path.startswith(MODELS_PREFIX))
         )
     )
-    return index.pins, modules
+    versions = tuple((package, version) for package, version, _ in judged_at(index.pins))
+    return versions, modules
 
 
 def relabel_interface(interface: Interface, version: str) -> Interface:
@@ -158,11 +167,11 @@ CheckInputs = tuple[Hashable, tuple[str, ...], tuple[tuple[str, ...], ...], str]
 
 class CheckMemo:
     """The checks of the version whose compat table was built last, with what each was
-    computed from, for the version built next: when both have the same interface digest
-    and role rules, a check whose entry class, required members and stand-ins and reason
-    are the same, and whose module reaches the same model files (`ModelClosures`), is
-    taken as it was. Between releases the interface always differs and nothing more than
-    that digest is compared."""
+    computed from, for the version built next: when both have the same interface digest,
+    pins as read (`judged_at`) and role rules, a check whose entry class, required
+    members and stand-ins and reason are the same, and whose module reaches the same model
+    files (`ModelClosures`), is taken as it was. Between releases the interface always
+    differs and nothing more than that digest is compared."""
 
     def __init__(self) -> None:
         self._digest = ""
@@ -174,8 +183,11 @@ class CheckMemo:
 
     def start(self, index: VersionIndex, rules_hash: str) -> None:
         """Begin a table for `index`: its checks may come from the table before only when
-        both have the same interface digest and role rules."""
-        digest = f"{interface_digest(index)}:{rules_hash}"
+        both have the same interface digest, pins as read and role rules."""
+        # The notes of the pins too: a provision names the version it was judged at and how
+        # that was chosen, which the interface key leaves out.
+        pins = hashlib.sha256(repr(judged_at(index.pins)).encode()).hexdigest()
+        digest = f"{interface_digest(index)}:{pins}:{rules_hash}"
         same = digest == self._digest and self._closures is not None
         self._digest, self._next = digest, {}
         self._previous = self._closures if same else None
