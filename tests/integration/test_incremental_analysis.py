@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import json
 import subprocess
+import zipfile
 from collections.abc import Callable
 from pathlib import Path
 from typing import Any
@@ -330,3 +331,22 @@ def test_a_fork_commit_reuses_the_release_it_branched_from(
     monkeypatch.setattr(compat, "check_entry", check)
     assert _each_afresh(fork, [commit]) == [to_json(after)]
     assert parsed == [KIMI_MODULE]  # the fresh analysis read every file's facts cached
+
+    # The release unpacked into a directory with the same fix: no metadata pins it, its
+    # `_version.py` says it is v0.5.9, so it is judged at v0.5.9's pins and keeps the
+    # interface; every file, the fixed one too, is in the facts cache already.
+    [wheel] = archives.glob("sglang-0.5.9-*.whl")
+    unpacked = tmp_path / "unpacked"
+    with zipfile.ZipFile(wheel) as archive:
+        for name in archive.namelist():
+            if name.startswith("sglang/") and name.endswith(".py"):
+                target = unpacked / "python" / name
+                target.parent.mkdir(parents=True, exist_ok=True)
+                target.write_bytes(archive.read(name))
+    (unpacked / KIMI_MODULE).write_bytes(kimi.read_bytes())
+    patched = open_source(f"dir:{unpacked}", None, Path.cwd())
+    assert patched.tree("local").pins().release == NEW
+    built.clear()
+    local = workspace.snapshot_of(patched, "local")
+    assert parsed == [KIMI_MODULE] and not built
+    assert _kimi_eagle3(local) == "ok"

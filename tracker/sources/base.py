@@ -23,7 +23,12 @@ from tracker.sources.versions import canonical_tag
 
 SRT_PREFIX = "python/sglang/srt/"
 VERSION_FILE = "python/sglang/version.py"
-_VERSION_ASSIGN = re.compile(r"""^__version__\s*=\s*["']([^"']+)["']""", re.MULTILINE)
+# From v0.5.7 version.py asks setuptools-scm, and the version is a literal only in the
+# `_version.py` it generates into every wheel (`__version__ = version = '0.5.9'`).
+SCM_VERSION_FILE = "python/sglang/_version.py"
+_VERSION_ASSIGN = re.compile(
+    r"""^__version__\s*=\s*(?:[A-Za-z_]\w*\s*=\s*)*["']([^"']+)["']""", re.MULTILINE
+)
 
 
 def content_id(data: bytes) -> str:
@@ -131,19 +136,23 @@ class VersionTree(ABC):
         return Pins(versions, origin, self._release_name())
 
     def _release_name(self) -> str:
-        """`v0.5.9` from the version name, else from `python/sglang/version.py`."""
+        """`v0.5.9` from the version name, else from `python/sglang/version.py` or the
+        `_version.py` setuptools-scm writes beside it."""
         tag = canonical_tag(self.identity.version)
         if tag is not None:
             return tag
-        if VERSION_FILE not in self.files:
-            return ""
-        try:
-            text = self.read(VERSION_FILE).decode("utf-8", "replace")
-        except (KeyError, OSError, TrackerError):
-            return ""
-        match = _VERSION_ASSIGN.search(text)
-        tag = canonical_tag(match.group(1)) if match else None
-        return tag or ""
+        for path in (VERSION_FILE, SCM_VERSION_FILE):
+            if path not in self.files:
+                continue
+            try:
+                text = self.read(path).decode("utf-8", "replace")
+            except (KeyError, OSError, TrackerError):
+                continue
+            match = _VERSION_ASSIGN.search(text)
+            tag = canonical_tag(match.group(1)) if match else None
+            if tag is not None:
+                return tag
+        return ""
 
 
 class Source(ABC):
