@@ -6,12 +6,13 @@ from __future__ import annotations
 
 import json
 import subprocess
-import zipfile
 from collections.abc import Callable
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
 import pytest
+from sgl_trees import unpack_wheel
 
 from bench.build_release_repo import build_release_repo
 from bench.build_replay_repo import ReplayHistory
@@ -68,6 +69,41 @@ def _sampled_commits(history: ReplayHistory) -> list[str]:
     return [OLD] + [by_number[n] for n in sorted(numbers) if n in by_number] + [NEW]
 
 
+@dataclass
+class _Calls:
+    """What the stages were asked to do while counted (`_count_calls`)."""
+
+    parsed: list[str] = field(default_factory=list)  # files, by repo path
+    built: list[str] = field(default_factory=list)  # interfaces, by version
+    checked: list[str] = field(default_factory=list)  # model checks, by class name
+
+
+def _count_calls(monkeypatch: pytest.MonkeyPatch) -> _Calls:
+    """Count, from now on, the files parsed in this process, the interfaces built and the
+    model checks made."""
+    calls = _Calls()
+    parse, build, check = store._parse_and_store, interface.build_interface, compat.check_entry
+
+    def counted_parse(base: Path, path: str, *args: Any) -> Any:
+        calls.parsed.append(path)
+        return parse(base, path, *args)
+
+    def counted_build(version: str, index: VersionIndex) -> interface.Interface:
+        calls.built.append(version)
+        return build(version, index)
+
+    def counted_check(
+        index: VersionIndex, entry: compat.EntryClass, *args: Any
+    ) -> compat.ModelCheck:
+        calls.checked.append(entry.name)
+        return check(index, entry, *args)
+
+    monkeypatch.setattr(store, "_parse_and_store", counted_parse)
+    monkeypatch.setattr(interface, "build_interface", counted_build)
+    monkeypatch.setattr(compat, "check_entry", counted_check)
+    return calls
+
+
 def test_replayed_commits_analysed_in_sequence_give_the_snapshots_of_a_full_analysis(
     replayed_history: Callable[[str, str], ReplayHistory],
     use_real_cache: Path,
@@ -76,34 +112,18 @@ def test_replayed_commits_analysed_in_sequence_give_the_snapshots_of_a_full_anal
     history = replayed_history(OLD, NEW)
     source = open_source(f"git:{history.repo}", None, Path.cwd())
     commits = _sampled_commits(history)
-    built: list[str] = []
-    build = interface.build_interface
-
-    def counted(version: str, index: VersionIndex) -> interface.Interface:
-        built.append(version)
-        return build(version, index)
-
     tabled: list[str] = []
     table = compat.build_compat
+    rechecked: dict[str, tuple[int, int]] = {}
 
     def counted_table(
         index: VersionIndex, itf: interface.Interface, **options: Any
     ) -> compat.Compat:
         tabled.append(itf.version)
-        before = len(checked)
+        before = len(calls.checked)
         built_table = table(index, itf, **options)
-        rechecked[itf.version] = (len(checked) - before, len(built_table.checks))
+        rechecked[itf.version] = (len(calls.checked) - before, len(built_table.checks))
         return built_table
-
-    rechecked: dict[str, tuple[int, int]] = {}
-    checked: list[str] = []
-    check = compat.check_entry
-
-    def counted_check(
-        index: VersionIndex, entry: compat.EntryClass, *args: Any
-    ) -> compat.ModelCheck:
-        checked.append(entry.name)
-        return check(index, entry, *args)
 
     merged: list[str] = []
     merge = index_module._ModulePart.merge_into
@@ -112,14 +132,11 @@ def test_replayed_commits_analysed_in_sequence_give_the_snapshots_of_a_full_anal
         merged.append(part.module)
         merge(part, into)
 
-    monkeypatch.setattr(interface, "build_interface", counted)
+    calls = _count_calls(monkeypatch)
     monkeypatch.setattr(compat, "build_compat", counted_table)
-    monkeypatch.setattr(compat, "check_entry", counted_check)
     monkeypatch.setattr(index_module._ModulePart, "merge_into", counted_merge)
     incremental = _in_sequence(source, commits)
-    monkeypatch.setattr(interface, "build_interface", build)
-    monkeypatch.setattr(compat, "build_compat", table)
-    monkeypatch.setattr(compat, "check_entry", check)
+    built = list(calls.built)
     # Unchanged modules were taken from the index before, module by module.
     assert len(merged) > 100 * len(commits) // 2
     merged.clear()
@@ -290,32 +307,8 @@ def test_a_fork_commit_reuses_the_release_it_branched_from(
     for _ in range(2):
         store.recent.next_version()
         index_module._parts.next_version()
-    parsed: list[str] = []
-    parse = store._parse_and_store
-
-    def counted(base: Path, path: str, *args: Any) -> Any:
-        parsed.append(path)
-        return parse(base, path, *args)
-
-    built: list[str] = []
-    build = interface.build_interface
-
-    def counted_build(version: str, index: VersionIndex) -> interface.Interface:
-        built.append(version)
-        return build(version, index)
-
-    checked: list[str] = []
-    check = compat.check_entry
-
-    def counted_check(
-        index: VersionIndex, entry: compat.EntryClass, *args: Any
-    ) -> compat.ModelCheck:
-        checked.append(entry.name)
-        return check(index, entry, *args)
-
-    monkeypatch.setattr(store, "_parse_and_store", counted)
-    monkeypatch.setattr(interface, "build_interface", counted_build)
-    monkeypatch.setattr(compat, "check_entry", counted_check)
+    calls = _count_calls(monkeypatch)
+    parsed, built, checked = calls.parsed, calls.built, calls.checked
     workspace = Workspace(release, use_shipped=False, use_cache=False)
     before = workspace.snapshot_of(release, NEW)
     assert len(parsed) > 200 and built == [NEW]
@@ -328,7 +321,6 @@ def test_a_fork_commit_reuses_the_release_it_branched_from(
     assert 0 < len(checked) < len(after.compat.checks) // 4
     assert (_kimi_eagle3(before), _kimi_eagle3(after)) == ("broken", "ok")
 
-    monkeypatch.setattr(compat, "check_entry", check)
     assert _each_afresh(fork, [commit]) == [to_json(after)]
     assert parsed == [KIMI_MODULE]  # the fresh analysis read every file's facts cached
 
@@ -336,13 +328,7 @@ def test_a_fork_commit_reuses_the_release_it_branched_from(
     # `_version.py` says it is v0.5.9, so it is judged at v0.5.9's pins and keeps the
     # interface; every file, the fixed one too, is in the facts cache already.
     [wheel] = archives.glob("sglang-0.5.9-*.whl")
-    unpacked = tmp_path / "unpacked"
-    with zipfile.ZipFile(wheel) as archive:
-        for name in archive.namelist():
-            if name.startswith("sglang/") and name.endswith(".py"):
-                target = unpacked / "python" / name
-                target.parent.mkdir(parents=True, exist_ok=True)
-                target.write_bytes(archive.read(name))
+    unpacked = unpack_wheel(wheel, tmp_path / "unpacked")
     (unpacked / KIMI_MODULE).write_bytes(kimi.read_bytes())
     patched = open_source(f"dir:{unpacked}", None, Path.cwd())
     assert patched.tree("local").pins().release == NEW

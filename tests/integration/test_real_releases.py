@@ -5,11 +5,11 @@ from __future__ import annotations
 
 import shutil
 import subprocess
-import zipfile
 from pathlib import Path
 from typing import Any
 
 import pytest
+from sgl_trees import unpack_wheel
 
 Run = Any  # the `run` fixture of tests/integration/conftest.py
 
@@ -178,13 +178,7 @@ def test_the_fix_patch_applies_to_the_release_and_makes_the_check_pass(
     assert "+        return self.language_model.get_embed_and_head()" in patch
     assert "+        return self.language_model.set_eagle3_layers_to_capture(layer_ids)" in patch
     [wheel] = (use_real_cache / "pypi").glob("sglang-0.5.9-*.whl")
-    tree = tmp_path / "sglang"
-    with zipfile.ZipFile(wheel) as archive:
-        for name in archive.namelist():
-            if name.startswith("sglang/") and name.endswith(".py"):
-                target = tree / "python" / name
-                target.parent.mkdir(parents=True, exist_ok=True)
-                target.write_bytes(archive.read(name))
+    tree = unpack_wheel(wheel, tmp_path / "sglang")
     (tmp_path / "fix.patch").write_text(patch)
     applied = subprocess.run(
         ["patch", "-p1", "-i", str(tmp_path / "fix.patch")],

@@ -4,6 +4,7 @@ the real pipeline (facts -> index -> interface -> compat) on it in memory."""
 from __future__ import annotations
 
 import textwrap
+import zipfile
 from collections.abc import Mapping
 from dataclasses import dataclass
 from pathlib import Path
@@ -250,4 +251,16 @@ def write_tree(root: Path, overrides: Mapping[str, str | None] | None = None) ->
         target = root / path
         target.parent.mkdir(parents=True, exist_ok=True)
         target.write_text(text, encoding="utf-8")
+    return root
+
+
+def unpack_wheel(wheel: Path, root: Path) -> Path:
+    """A release wheel's `sglang/**/*.py` written below `root` as a checkout lays them out
+    (`python/sglang/...`), for the commands that read a directory; returns `root`."""
+    with zipfile.ZipFile(wheel) as archive:
+        for name in archive.namelist():
+            if name.startswith("sglang/") and name.endswith(".py"):
+                target = root / "python" / name
+                target.parent.mkdir(parents=True, exist_ok=True)
+                target.write_bytes(archive.read(name))
     return root
