@@ -6,9 +6,9 @@ label and at the head of version-specific warnings. Two versions whose loaded mo
 the same paths and content ids, read the same way, with external packages judged at the
 same versions, therefore get the same analysis up to that label, whatever source each came
 from: a fork's commit takes what the release it branched from gave for every file it left
-alone. Between adjacent commits most changes touch files the
-analysis never reads (layers, kernels, tests, docs), so the key is taken after loading:
-an added file that a base class now resolves to is loaded, and changes the key.
+alone. Between adjacent commits most changes touch files the analysis never reads (layers,
+kernels, tests, docs), so the key is taken after loading: an added file that a base class
+now resolves to is loaded, and changes the key.
 
 The interface alone depends on less: the workers, runners and managers it follows, never
 the model files, which are read for their definitions only and hold no call or read a
