@@ -6,7 +6,7 @@ from __future__ import annotations
 
 import json
 import subprocess
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -26,6 +26,7 @@ from tracker.compare.workspace import Feedback, Workspace
 from tracker.extract import store
 from tracker.sources import open_source
 from tracker.sources.base import Source
+from tracker.sources.git import GitSource
 from tracker.sources.pypi import PypiSource
 
 pytestmark = pytest.mark.realdata
@@ -33,6 +34,22 @@ pytestmark = pytest.mark.realdata
 OLD, NEW = "v0.5.8", "v0.5.9"
 KIMI_MODULE = "python/sglang/srt/models/kimi_k25.py"
 EAGLE_WORKER = "python/sglang/srt/speculative/eagle_worker.py"
+
+
+@pytest.fixture
+def git_source() -> Iterator[Callable[[Path], GitSource]]:
+    """`git_source(repo)`: a source over a git repository, closed when the test ends.
+    gitpython keeps helper processes for object reads; left to the garbage collector, their
+    pipes may be finalised before the processes are stopped, which warns."""
+    opened: list[GitSource] = []
+
+    def open_repo(repo: Path) -> GitSource:
+        opened.append(GitSource(repo))
+        return opened[-1]
+
+    yield open_repo
+    for source in opened:
+        source.close()
 
 
 def _in_sequence(source: Source, versions: list[str]) -> list[str]:
@@ -105,12 +122,13 @@ def _count_calls(monkeypatch: pytest.MonkeyPatch) -> _Calls:
 
 
 def test_replayed_commits_analysed_in_sequence_give_the_snapshots_of_a_full_analysis(
+    git_source: Callable[[Path], GitSource],
     replayed_history: Callable[[str, str], ReplayHistory],
     use_real_cache: Path,
     monkeypatch: pytest.MonkeyPatch,
 ) -> None:
     history = replayed_history(OLD, NEW)
-    source = open_source(f"git:{history.repo}", None, Path.cwd())
+    source = git_source(history.repo)
     commits = _sampled_commits(history)
     tabled: list[str] = []
     table = compat.build_compat
@@ -204,12 +222,15 @@ class _Counting(Feedback):
 
 
 def test_a_range_built_by_two_walkers_gives_the_snapshots_of_a_full_analysis(
-    stocked_releases: Callable[..., Path], tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+    git_source: Callable[[Path], GitSource],
+    stocked_releases: Callable[..., Path],
+    tmp_path: Path,
+    monkeypatch: pytest.MonkeyPatch,
 ) -> None:
     releases = ["v0.5.7", "v0.5.8", "v0.5.9", "v0.5.10", "v0.5.10.post1"]
     archives = stocked_releases(*releases) / "pypi"
     repo = build_release_repo(tmp_path / "sglang", releases, archives, checkout=False)
-    source = open_source(f"git:{repo}", None, Path.cwd())
+    source = git_source(repo)
     monkeypatch.setenv("TRACKER_JOBS", "2")
     feedback = _Counting()
     workspace = Workspace(source, feedback, use_shipped=False)
@@ -222,12 +243,15 @@ def test_a_range_built_by_two_walkers_gives_the_snapshots_of_a_full_analysis(
 
 
 def test_a_pair_parsed_ahead_gives_the_snapshots_of_a_full_analysis(
-    stocked_releases: Callable[..., Path], tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+    git_source: Callable[[Path], GitSource],
+    stocked_releases: Callable[..., Path],
+    tmp_path: Path,
+    monkeypatch: pytest.MonkeyPatch,
 ) -> None:
     releases = [OLD, NEW]
     archives = stocked_releases(*releases) / "pypi"
     repo = build_release_repo(tmp_path / "sglang", releases, archives, checkout=False)
-    source = open_source(f"git:{repo}", None, Path.cwd())
+    source = git_source(repo)
     monkeypatch.setenv("TRACKER_JOBS", "2")
     sent: list[int] = []
     ahead = loader.parse_ahead
@@ -271,7 +295,10 @@ def _kimi_eagle3(snapshot: Any) -> str:
 
 
 def test_a_fork_commit_reuses_the_release_it_branched_from(
-    stocked_releases: Callable[..., Path], tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+    git_source: Callable[[Path], GitSource],
+    stocked_releases: Callable[..., Path],
+    tmp_path: Path,
+    monkeypatch: pytest.MonkeyPatch,
 ) -> None:
     """Facts and analyses are keyed by content, not by source: a fork (its own git
     repository holding the release and its pins in pyproject.toml, plus a commit that fixes
@@ -293,7 +320,7 @@ def test_a_fork_commit_reuses_the_release_it_branched_from(
     git = ["git", "-C", str(repo), "-c", "user.name=fork", "-c", "user.email=fork@example.com"]
     subprocess.run([*git, "add", "-A"], check=True)
     subprocess.run([*git, "commit", "-q", "-m", "kimi_k25: EAGLE3 members"], check=True)
-    fork = open_source(f"git:{repo}", None, Path.cwd())
+    fork = git_source(repo)
     commit = fork.commit_of("HEAD") or ""
     # The same pins, read from another place.
     pins, fork_pins = release.tree(NEW).pins(), fork.tree(commit).pins()
