@@ -13,6 +13,7 @@ import re
 import shutil
 import subprocess
 import tempfile
+import weakref
 from collections.abc import Mapping
 from dataclasses import dataclass
 from pathlib import Path
@@ -144,7 +145,7 @@ class GitSource(Source):
         if not path.exists():
             raise SourceError(f"{path} does not exist")
         try:
-            self._repo = git.Repo(path)
+            self._repo = self._closed_with_self(git.Repo(path))
         except (git.InvalidGitRepositoryError, git.NoSuchPathError):
             raise SourceError(f"{path} is not a git repository") from None
         self.location = str(path)
@@ -155,8 +156,17 @@ class GitSource(Source):
     def repo(self) -> git.Repo:
         if self._repo is None:
             assert self.url is not None
-            self._repo = self._open_clone(self.url)
+            self._repo = self._closed_with_self(self._open_clone(self.url))
         return self._repo
+
+    def _closed_with_self(self, repo: git.Repo) -> git.Repo:
+        """`repo`, closed as soon as this source is dropped. A gitpython Repo sits in a
+        reference cycle of its own, so without this it and the `git cat-file` helpers it
+        keeps running would wait for a full garbage collection (rare under the collector
+        settings of tracker.common.collector), and be torn down then in no set order:
+        the helpers' pipes before the helpers."""
+        weakref.finalize(self, repo.close)
+        return repo
 
     def _open_clone(self, url: str) -> git.Repo:
         target = clone_dir_for(url)

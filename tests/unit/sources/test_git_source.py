@@ -3,6 +3,7 @@ URL into the cache, and the promise never to touch the user's work tree, index o
 
 from __future__ import annotations
 
+import gc
 import hashlib
 import os
 from collections.abc import Callable
@@ -399,3 +400,20 @@ def test_a_range_expands_to_the_repositorys_tags_in_release_order(repo: Path) ->
 def test_a_range_where_one_version_is_needed_is_a_tracker_error(repo: Path) -> None:
     with pytest.raises(TrackerError, match="is a range"):
         split_spec("v0.5.8..v0.5.9", GitSource(repo))
+
+
+def test_a_dropped_source_stops_its_git_helpers_at_once(tagged_repo: Path) -> None:
+    """gitpython's Repo sits in a reference cycle: a source must stop the `git cat-file`
+    helpers it started when it is dropped, not when a full collection happens to run."""
+    source = GitSource(tagged_repo)
+    tree = source.tree("v0.5.9")
+    tree.read(next(iter(tree.files)))
+    helpers = [cmd.proc for cmd in (source.repo.git.cat_file_all,) if cmd is not None]
+    assert helpers and all(proc.poll() is None for proc in helpers)
+    gc.disable()  # dropped by reference counting alone
+    try:
+        del source
+        assert all(proc.poll() is not None for proc in helpers)
+        assert all(proc.stdout is None or proc.stdout.closed for proc in helpers)
+    finally:
+        gc.enable()
