@@ -56,6 +56,7 @@ import hashlib
 import importlib.metadata
 import io
 import json
+import multiprocessing
 import os
 import platform
 import pstats
@@ -66,7 +67,7 @@ import sys
 import tempfile
 import threading
 import time
-from collections.abc import Iterator, Sequence
+from collections.abc import Callable, Iterator, Sequence
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Any
@@ -384,25 +385,38 @@ def parse_all(blobs: Sequence[bytes]) -> float:
     return time.perf_counter() - started
 
 
-_BLOBS: list[bytes] = []  # what forked floor workers parse (inherited, never pickled)
+# The work forked workers do on each item index (inherited by fork, never pickled).
+_FORK_WORK: list[Callable[[int], object]] = []
 
 
-def _parse_share(share: Sequence[int]) -> int:
-    parse_all([_BLOBS[i] for i in share])
-    return len(share)
+def _run_indices(indices: Sequence[int]) -> int:
+    work = _FORK_WORK[0]
+    for index in indices:
+        work(index)
+    return len(indices)
+
+
+def timed_on_forks(work: Callable[[int], object], sizes: Sequence[int], jobs: int) -> float:
+    """Seconds to run `work(i)` for every item i (of size `sizes[i]`) on `jobs` forked
+    processes, largest items first, dealt round-robin; from the fork to the last join."""
+    _FORK_WORK[:] = [work]
+    order = sorted(range(len(sizes)), key=lambda i: -sizes[i])
+    shares = [order[j::jobs] for j in range(jobs)]
+    started = time.perf_counter()
+    with multiprocessing.get_context("fork").Pool(jobs) as pool:
+        done = sum(pool.map(_run_indices, shares))
+    seconds = time.perf_counter() - started
+    assert done == len(sizes)
+    return seconds
 
 
 def parse_parallel(blobs: Sequence[bytes], jobs: int) -> float:
     """Seconds to parse `blobs` on `jobs` forked processes (pool start to last result)."""
-    import multiprocessing
+    import tree_sitter_python
+    from tree_sitter import Language, Parser
 
-    _BLOBS[:] = blobs
-    order = sorted(range(len(blobs)), key=lambda i: -len(blobs[i]))
-    shares = [order[j::jobs] for j in range(jobs)]
-    started = time.perf_counter()
-    with multiprocessing.get_context("fork").Pool(jobs) as pool:
-        assert sum(pool.map(_parse_share, shares)) == len(blobs)
-    return time.perf_counter() - started
+    parser = Parser(Language(tree_sitter_python.language()))
+    return timed_on_forks(lambda i: parser.parse(blobs[i]), [len(b) for b in blobs], jobs)
 
 
 def tool_jobs() -> int:

@@ -5,8 +5,7 @@
 `run.py` compares whole runs with their baselines. This asks what the baselines leave room
 for: for the cold `diff` and the cold `matrix` of `run.py`, it takes the files each cold run
 parsed (the facts cache it filled: content id and pass of every entry) and times, on as many
-forked processes as the tool uses (largest files first, dealt round-robin, fork to last join,
-like run.py's floor):
+forked processes as the tool uses (run.py's `timed_on_forks`, as for its floor):
 
 - parse: `Parser.parse(data)`;
 - walk: parse, then a query that visits every node and matches little, the least any
@@ -22,8 +21,9 @@ and, as whole commands (run.py's `measure`):
   cold cache without `snapshots/`): start-up, reading the cached facts, analysis, report;
 - for the diff, `griffe check` on the same tags.
 
-Every figure is also given as a ratio: to the floor (blob reads + bare parse on the same
-processes) for the matrix, to griffe for the diff, the denominators of run.py's targets.
+Every figure is also given as a ratio: to the floor (blob reads + the parse stage, what
+run.py's floor measures, here on the cache entries: a file read in both passes counts
+twice) for the matrix, to griffe for the diff, the denominators of run.py's targets.
 Medians over the runs; every raw number in the JSON. The tool is the frozen copy run.py
 makes (`bench/out/tool/`), imported from there for the in-process stages too.
 """
@@ -32,13 +32,11 @@ from __future__ import annotations
 
 import argparse
 import json
-import multiprocessing
 import os
 import shutil
 import statistics
 import subprocess
 import sys
-import time
 from collections.abc import Callable, Sequence
 from dataclasses import asdict, dataclass
 from pathlib import Path
@@ -75,8 +73,6 @@ def cache_entries(cache: Path) -> list[Entry]:
 
 # ------------------------------------------------------------------ in-process stages
 
-_ITEMS: list[tuple[bytes, bool]] = []  # what forked stage workers read (inherited)
-
 
 def _stage_function(stage: str) -> Callable[[bytes, bool], object]:
     """The work of `stage` on one file, from the frozen tool's own modules."""
@@ -112,26 +108,11 @@ def _stage_function(stage: str) -> Callable[[bytes, bool], object]:
     return functions[stage]
 
 
-def _run_share(stage: str, share: Sequence[int]) -> int:
-    work = _stage_function(stage)
-    for index in share:
-        data, full = _ITEMS[index]
-        work(data, full)
-    return len(share)
-
-
 def stage_seconds(stage: str, items: Sequence[tuple[bytes, bool]], jobs: int) -> float:
-    """Seconds for `stage` on every item, on `jobs` forked processes, fork to last join."""
-    _ITEMS[:] = items
-    _stage_function(stage)  # imports and compiled queries, before the clock starts
-    order = sorted(range(len(items)), key=lambda i: -len(items[i][0]))
-    shares = [order[j::jobs] for j in range(jobs)]
-    started = time.perf_counter()
-    with multiprocessing.get_context("fork").Pool(jobs) as pool:
-        done = pool.starmap(_run_share, [(stage, share) for share in shares])
-    seconds = time.perf_counter() - started
-    assert sum(done) == len(items)
-    return seconds
+    """Seconds for `stage` on every item, on `jobs` forked processes, as run.py times the
+    floor (`timed_on_forks`)."""
+    work = _stage_function(stage)  # imports and compiled queries, before the clock starts
+    return bench.timed_on_forks(lambda i: work(*items[i]), [len(data) for data, _ in items], jobs)
 
 
 def stages_here(repo: Path, entries: Sequence[Entry], jobs: int) -> dict[str, float]:
@@ -194,19 +175,17 @@ def one_run(number: int, tool: bench.Tool, repo: Path, matrix_range: str) -> dic
                 shutil.rmtree(cached_facts, ignore_errors=True)
         if reparsed:
             print(f"  warning: the facts-cached {name} parsed {reparsed} files", flush=True)
-        floor = bench.floor(repo, sorted({e.content_id for e in entries}))
         stages = stages_apart(repo, entries)
         run[name] = {
             "cold": asdict(cold),
             "facts_cached": asdict(analysis),
-            "floor": asdict(floor),
             "stages": stages,
             "entries": len(entries),
             "entries_full": sum(e.full for e in entries),
         }
         print(
             f"  [{number}] {name:<6} cold {cold.seconds:.2f} s, facts cached "
-            f"{analysis.seconds:.2f} s, floor {floor.parallel_seconds:.2f} s; "
+            f"{analysis.seconds:.2f} s; read {stages['read']:.2f}, "
             + ", ".join(f"{stage} {stages[stage]:.2f}" for stage in STAGES),
             flush=True,
         )
@@ -241,15 +220,12 @@ def summarise(runs: list[dict[str, Any]]) -> dict[str, Any]:
         row: dict[str, float] = {
             "cold": median(lambda r, n=name: r[n]["cold"]["seconds"]),
             "facts_cached": median(lambda r, n=name: r[n]["facts_cached"]["seconds"]),
-            "floor": median(
-                lambda r, n=name: (
-                    r[n]["floor"]["read_seconds"] + r[n]["floor"]["parse_parallel_seconds"]
-                )
-            ),
             "read": median(lambda r, n=name: r[n]["stages"]["read"]),
         }
         for stage in STAGES:
             row[stage] = median(lambda r, n=name, s=stage: r[n]["stages"][s])
+        # run.py's floor, measured here as the first stage: blob reads + bare parse.
+        row["floor"] = row["read"] + row["parse"]
         summary[name] = row
     return summary
 
@@ -265,9 +241,8 @@ def table(summary: dict[str, Any]) -> str:
             f"{label:<34}{d:>8.2f}s{d / griffe:>8.2f}x{m:>8.2f}s{m / matrix['floor']:>8.2f}x"
         )
 
-    row("floor: read + parse", "floor", False)
     for stage in STAGES:
-        row(f"read + {stage}", stage, True)
+        row(f"read + {stage}" + (" (the floor)" if stage == "parse" else ""), stage, True)
     row("facts cached: analysis + report", "facts_cached", False)
     row("cold run", "cold", False)
     lines.append(f"griffe check: {griffe:.2f} s; targets: diff <= 0.4x griffe, matrix <= 2x floor")
