@@ -62,11 +62,12 @@ def test_if_and_else_on_an_algorithm_predicate_split_the_draft_requirements() ->
     assert members(itf, "EAGLE", "draft") == {"set_embed_and_head": "required"}
 
 
-def test_the_call_path_leads_from_the_worker_to_the_runner_site() -> None:
+def test_the_call_path_to_a_target_runner_site_goes_through_the_target_worker() -> None:
+    # The EAGLE worker's own TpModelWorker.__init__ builds the draft's runner, where the
+    # EAGLE3-only flag is off: the path shown is the target worker the scheduler builds.
     found = req(build().interface, "EAGLE3", "target", "set_eagle3_layers_to_capture")
     assert found is not None
     assert found.sites[0].call_path == (
-        "sglang.srt.speculative.eagle_worker:EAGLEWorker.__init__",
         "sglang.srt.managers.tp_worker:TpModelWorker.__init__",
         "sglang.srt.model_executor.model_runner:ModelRunner.__init__",
     )
@@ -419,4 +420,6 @@ def test_a_member_both_probed_and_called_is_one_requirement_with_both_uses() -> 
     (one,) = found
     assert one.kind == "call" and one.arities == ("1",)
     assert one.uses == ("call", "hasattr")
-    assert sorted(s.guard for s in one.sites) == ["hasattr", "hasattr"]
+    # The else raises: the probe does not make the member optional.
+    assert sorted(s.guard for s in one.sites) == ["hasattr", "hasattr", "one-of"]
+    assert one.status == "required" and one.raises == "ValueError"

@@ -46,6 +46,16 @@ class Algorithms:
     factories: dict[str, tuple[str, str]] = field(default_factory=dict)
     # Registry-style versions: member -> the flags it was registered with
     member_flags: dict[str, frozenset[str]] = field(default_factory=dict)
+    # member -> (worker key, the conditions that pick it), as the factory reads
+    variants: dict[str, list[tuple[str, tuple[Branch, ...]]]] = field(default_factory=dict)
+    # Names bound to an algorithm predicate (`self.is_p_eagle = algo.is_eagle()`): the
+    # predicate's expression, so a test of the name is decided like the predicate.
+    predicate_aliases: dict[str, Cond] = field(default_factory=dict)
+    # Names a user may pass that the code rewrites before building a worker
+    # (`NEXTN` -> `EAGLE`): alias -> (the algorithm it runs as, where the code says so).
+    aliases: dict[str, tuple[str, str]] = field(default_factory=dict)
+    # ServerArgs fields and their default values (literal source text).
+    defaults: dict[str, str] = field(default_factory=dict)
     warnings: list[str] = field(default_factory=list)
 
     @property
@@ -86,6 +96,9 @@ class Algorithms:
                 return Verdict(t, u - t, True)
         if op == "ref":
             name = cond.text.rpartition(".")[2]
+            alias = self.predicate_aliases.get(name)
+            if alias is not None:
+                return self.evaluate(alias)
             if name in self.role_flags:
                 roles = tuple(r for r, v in self.role_flags[name].items() if v)
                 t = self.pairs(set(self.members), roles)
@@ -172,8 +185,11 @@ def discover(index: VersionIndex, rules: RoleRules) -> Algorithms:
     algos.predicates = _predicates(
         index, enum_key, algos.members, algos.member_flags, rules.flag_method
     )
+    algos.defaults = _server_defaults(index)
+    _discover_predicate_aliases(index, algos)
     _discover_flags(index, algos)
     _discover_workers(index, rules, algos)
+    _discover_aliases(index, rules, algos)
     missing = [m for m in algos.speculative if not algos.workers.get(m)]
     if missing:
         algos.warnings.append(
@@ -184,6 +200,13 @@ def discover(index: VersionIndex, rules: RoleRules) -> Algorithms:
             + " returned or built under a condition naming the algorithm)"
         )
     return algos
+
+
+def _certain(algos: Algorithms, br: Branch, member: str) -> bool:
+    """The branch holds whenever `member` runs (in either role)."""
+    verdict = algos.evaluate(br.test)
+    possible = verdict.may_false if br.holds else verdict.may_true
+    return not any(m == member for m, _ in possible)
 
 
 def _member_order(index: VersionIndex, enum_key: str, attr: str) -> int:
@@ -323,7 +346,9 @@ def _discover_flags(index: VersionIndex, algos: Algorithms) -> None:
             owner = f"{facts.module_name}:{scope.rpartition('.')[0] if kind == 'class' else scope}"
             found.setdefault(name, {}).setdefault((kind, owner), set()).update(allowed)
     for name, owners in found.items():
-        if name in spoiled or name in algos.role_flags:
+        # A server option is the user's to set as well: code setting it for some
+        # algorithms does not make it imply them.
+        if name in spoiled or name in algos.role_flags or name in algos.defaults:
             continue
         # Functions that fill a config object set one flag between them: their union.
         # Classes each hold their own flag of that name; one read elsewhere
@@ -350,9 +375,14 @@ def _discover_workers(index: VersionIndex, rules: RoleRules, algos: Algorithms) 
     speculative = frozenset(algos.speculative)
     everything = frozenset(algos.members)
 
-    def add(member: str, cls: str) -> None:
+    def add(member: str, cls: str, branches: tuple[Branch, ...] = ()) -> None:
         if cls not in algos.workers.setdefault(member, []):
             algos.workers[member].append(cls)
+        # The conditions that may be false for this algorithm: which of its workers.
+        picked = tuple(b for b in branches if not _certain(algos, b, member))
+        variants = algos.variants.setdefault(member, [])
+        if all(w != cls for w, _ in variants):
+            variants.append((cls, picked))
 
     for facts in index.iter_modules():
         module = facts.module_name
@@ -367,7 +397,7 @@ def _discover_workers(index: VersionIndex, rules: RoleRules, algos: Algorithms) 
             if named >= everything:
                 continue  # the condition does not depend on the algorithm
             for m in named & speculative:
-                add(m, cls)
+                add(m, cls, branches)
     # Registry-style versions name each algorithm's worker factory at registration.
     for member, (module, factory) in algos.factories.items():
         factory_facts = index.modules.get(module)
@@ -376,9 +406,10 @@ def _discover_workers(index: VersionIndex, rules: RoleRules, algos: Algorithms) 
                 if scope == factory or scope.startswith(factory + "."):
                     cls = worker_class(index.resolve_name(module, name, scope))
                     if cls is not None:
-                        add(member, cls)
+                        add(member, cls, _branches)
     for m in algos.workers:
         algos.workers[m].sort()
+        algos.variants[m].sort(key=lambda v: v[0])
 
 
 _IDENTIFIER = re.compile(r"[A-Za-z_]\w*")
@@ -412,3 +443,252 @@ def worker_roots(index: VersionIndex, worker: str) -> tuple[list[str], list[str]
         for method in info.methods.values():
             (own if cls == worker else inherited).append(key(info.module, method.qualname))
     return own, inherited
+
+
+# ----------------------------------------------------------- aliases and defaults
+
+
+def _server_defaults(index: VersionIndex) -> dict[str, str]:
+    """The fields of the version's `ServerArgs` and their literal defaults."""
+    out: dict[str, str] = {}
+    holders = list(index.classes_named("ServerArgs"))
+    holders += [k for k in index.classes if k.startswith(OPTION_NAMESPACES)]
+    for cls in holders:
+        info = index.classes[cls]
+        for a in index.modules[info.module].assigns:
+            if a.context.scope == info.facts.qualname and a.value is not None:
+                out.setdefault(a.target, a.value.text)
+    return out
+
+
+# Where releases from v0.5.16 on declare the server options (ServerArgs assembles them).
+OPTION_NAMESPACES = ("sglang.srt.arg_groups.fields.",)
+
+
+def opt_in_branches(algos: Algorithms, branches: tuple[Branch, ...]) -> tuple[Branch, ...]:
+    """The branches that hold only when a ServerArgs field that is off by default is turned
+    on (`server_args.enable_multi_layer_eagle`): a worker picked so is opt-in."""
+    out = []
+    for br in branches:
+        positive: list[Cond] = []
+        test = br.test
+        if br.holds:
+            positive = list(test.args) if test.op == "and" else [test]
+        elif test.op == "not":
+            positive = [test.args[0]]
+        for atom in positive:
+            if atom.op != "ref":
+                continue
+            default = algos.defaults.get(atom.text.rpartition(".")[2])
+            if default in ("False", "None", "0"):
+                out.append(br)
+                break
+    return tuple(out)
+
+
+def parse_bool(text: str) -> Cond | None:
+    """A boolean expression of names and argument-free calls, from its source text
+    (`a.is_eagle() or a.is_standalone()`): assigned values are kept as text."""
+    text = text.strip()
+    while text.startswith("(") and _balanced(text[1:-1]) and text.endswith(")"):
+        text = text[1:-1].strip()
+    for op in (" or ", " and "):
+        parts = _split_top(text, op)
+        if len(parts) > 1:
+            args = [parse_bool(p) for p in parts]
+            if any(a is None for a in args):
+                return None
+            return Cond(op.strip(), "", tuple(a for a in args if a is not None))
+    if text.startswith("not "):
+        inner = parse_bool(text[4:])
+        return Cond("not", "", (inner,)) if inner is not None else None
+    if re.fullmatch(r"[A-Za-z_][\w.]*\(\)", text):
+        return Cond("call", text[:-2])
+    if re.fullmatch(r"[A-Za-z_][\w.]*", text):
+        return Cond("ref", text)
+    return None
+
+
+def _balanced(text: str) -> bool:
+    depth = 0
+    for ch in text:
+        depth += 1 if ch == "(" else -1 if ch == ")" else 0
+        if depth < 0:
+            return False
+    return depth == 0
+
+
+def _split_top(text: str, sep: str) -> list[str]:
+    parts, depth, start, i = [], 0, 0, 0
+    while i < len(text):
+        ch = text[i]
+        depth += 1 if ch in "([{" else -1 if ch in ")]}" else 0
+        if depth == 0 and text.startswith(sep, i):
+            parts.append(text[start:i])
+            i += len(sep)
+            start = i
+            continue
+        i += 1
+    parts.append(text[start:])
+    return parts
+
+
+def _discover_predicate_aliases(index: VersionIndex, algos: Algorithms) -> None:
+    """Names every assignment binds to the same algorithm predicate expression."""
+    found: dict[str, set[frozenset[Pair]]] = {}
+    exprs: dict[str, Cond] = {}
+    for facts in index.iter_modules():
+        if facts.definitions_only:
+            continue
+        for a in facts.assigns:
+            name = a.target.rpartition(".")[2]
+            if not name.isidentifier() or a.value is None:
+                continue
+            if a.value.op == "call":
+                expr: Cond | None = Cond("call", a.value.text)
+            elif a.value.op == "other":
+                expr = parse_bool(a.value.text)
+            else:
+                expr = None
+            verdict = algos.evaluate(expr) if expr is not None else None
+            if expr is None or verdict is None or not verdict.decided:
+                found.setdefault(name, set()).add(frozenset())  # something else: no alias
+                continue
+            found.setdefault(name, set()).add(verdict.may_true)
+            exprs.setdefault(name, expr)
+        # A keyword argument binds the parameter of that name the same way
+        # (`configure(is_dspark=self.spec_algorithm.is_dspark())`).
+        for call in facts.calls:
+            for name, text in call.keywords:
+                expr = parse_bool(text)
+                verdict = algos.evaluate(expr) if expr is not None else None
+                if expr is None or verdict is None or not verdict.decided:
+                    found.setdefault(name, set()).add(frozenset())
+                    continue
+                found.setdefault(name, set()).add(verdict.may_true)
+                exprs.setdefault(name, expr)
+    for name, outcomes in found.items():
+        if len(outcomes) == 1 and frozenset() not in outcomes:
+            algos.predicate_aliases[name] = exprs[name]
+
+
+def _discover_aliases(index: VersionIndex, rules: RoleRules, algos: Algorithms) -> None:
+    """Names the code rewrites to an algorithm before any worker is built:
+    `if x.speculative_algorithm == "NEXTN": x.speculative_algorithm = "EAGLE"`, a function
+    returning "EAGLE" where the name it was given is "NEXTN", a registration's
+    `aliases=("NEXTN",)`, and a set of names that `from_string` maps to a member."""
+    members = set(algos.members)
+    for facts in index.iter_modules():
+        if facts.definitions_only:
+            continue
+        for a in facts.assigns:
+            if a.target.rpartition(".")[2] != "speculative_algorithm" or a.value is None:
+                continue
+            runs_as = _string_value(a.value)
+            if runs_as in members:
+                for alias in _compared_names(a.context.branches):
+                    if alias not in members:
+                        _alias(algos, alias, runs_as, facts.path, a.line, a.context.scope)
+        for ret in facts.returns:
+            runs_as = _string_value(ret.value) or _member_ref(ret.value, algos)
+            if runs_as not in members:
+                continue
+            for alias in _compared_names(ret.context.branches):
+                if alias not in members and not _narrowed(ret.context.branches):
+                    _alias(algos, alias, runs_as, facts.path, ret.line, ret.context.scope)
+            for alias in _set_members(index, facts.module_name, ret.context.branches):
+                if alias not in members:
+                    _alias(algos, alias, runs_as, facts.path, ret.line, ret.context.scope)
+        for call in facts.calls:
+            if call.name not in rules.registry_calls or not call.args:
+                continue
+            member = _STRING.fullmatch(call.args[0].strip())
+            names = dict(call.keywords).get("aliases", "")
+            if member is None or member.group(1).upper() not in members:
+                continue
+            for alias in _STRING.findall(names):
+                if alias.upper() not in members:
+                    _alias(algos, alias.upper(), member.group(1).upper(), facts.path, call.line, "")
+
+
+def _alias(algos: Algorithms, alias: str, runs_as: str, path: str, line: int, scope: str) -> None:
+    where = f"{path.removeprefix('python/sglang/srt/')}:{line}" + (f" in {scope}" if scope else "")
+    algos.aliases.setdefault(alias.upper(), (runs_as, where))
+
+
+def _string_value(cond: Cond) -> str | None:
+    if cond.op == "str":
+        return cond.text.upper()
+    if cond.op == "other":
+        found = _STRING.fullmatch(cond.text.strip())
+        return found.group(1).upper() if found else None
+    return None
+
+
+def _member_ref(cond: Cond, algos: Algorithms) -> str | None:
+    """`cls.EAGLE` / `SpeculativeAlgorithm.EAGLE` as a returned value."""
+    if cond.op != "ref" or algos.enum is None:
+        return None
+    prefix, _, name = cond.text.rpartition(".")
+    enum_name = algos.enum.rpartition(":")[2]
+    return name if prefix in ("cls", enum_name) and name in algos.members else None
+
+
+def _compared_names(branches: tuple[Branch, ...]) -> list[str]:
+    """The strings a holding branch compares an algorithm name with (`== "NEXTN"`, `in
+    ("NEXTN",)`), joined by `or`."""
+    out: list[str] = []
+    for br in branches:
+        if not br.holds:
+            continue
+        tests = br.test.args if br.test.op == "or" else (br.test,)
+        for t in tests:
+            if t.op == "cmp" and t.text in ("==", "in") and len(t.args) == 2:
+                if "algorithm" not in t.args[0].render().lower():
+                    continue
+                other = t.args[1]
+                items = other.args if other.op == "seq" else (other,)
+                out += [i.text.upper() for i in items if i.op == "str"]
+    return out
+
+
+def _narrowed(branches: tuple[Branch, ...]) -> bool:
+    """A branch beyond the name comparisons (`and is_gemma4_draft`): a rewrite that only
+    happens sometimes is not what the name runs as."""
+    for br in branches:
+        if not br.holds:
+            continue
+        tests = br.test.args if br.test.op == "and" else (br.test,)
+        if len(tests) > 1 or not _compared_names((Branch(tests[0], True),)):
+            return True
+    return False
+
+
+def _set_members(index: VersionIndex, module: str, branches: tuple[Branch, ...]) -> list[str]:
+    """`if upper in _RESERVED_ALIASES:` with `_RESERVED_ALIASES = frozenset({"NEXTN"})` at
+    module level (in this module or one it imports from)."""
+    out: list[str] = []
+    for br in branches:
+        t = br.test
+        if not br.holds or t.op != "cmp" or t.text != "in" or len(t.args) != 2:
+            continue
+        if t.args[1].op != "ref":
+            continue
+        name = t.args[1].text
+        for facts in _modules_binding(index, module, name):
+            for a in facts.assigns:
+                if a.target == name and not a.context.scope and a.value is not None:
+                    out += [s.upper() for s in _STRING.findall(a.value.text)]
+    return out
+
+
+def _modules_binding(index: VersionIndex, module: str, name: str) -> list[ModuleFacts]:
+    """The module itself and the modules `name` is imported from into it."""
+    out = [index.modules[module]] if module in index.modules else []
+    for imp in index.imports_of(module):
+        if (imp.alias or imp.name) == name and imp.name is not None:
+            path = index.path_of_module(module) or ""
+            target = index.absolute_module(module, imp, path.endswith("__init__.py"))
+            if target in index.modules:
+                out.append(index.modules[target])
+    return out

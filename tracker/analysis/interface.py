@@ -17,15 +17,17 @@ from collections import defaultdict
 from collections.abc import Iterable
 from dataclasses import dataclass, field
 
-from tracker.analysis.algorithms import Algorithms, Pair, discover, worker_roots
+from tracker.analysis.algorithms import Algorithms, Pair, discover, opt_in_branches
 from tracker.analysis.callgraph import CallGraph
 from tracker.analysis.drafts import DraftModels, draft_models
 from tracker.analysis.externals import every_model_has
+from tracker.analysis.flow import Flow, Frame, Holder, Obj
 from tracker.analysis.index import VersionIndex, key, split_key
 from tracker.analysis.roles import ReceiverRule, RoleRules, load_rules
 from tracker.analysis.vocabulary import STATUS_ORDER as STATUS_ORDER
 from tracker.analysis.vocabulary import Guard, RequirementStatus
-from tracker.extract.facts import Branch, Call, Context, FunctionDef, ModuleFacts, Read
+from tracker.analysis.walk import Reach, Variant, Walker
+from tracker.extract.facts import Branch, Call, Cond, Context, FunctionDef, ModuleFacts, Read
 
 
 @dataclass(frozen=True, order=True)
@@ -48,8 +50,12 @@ class Requirement:
     kind: str  # "call" | "attribute"
     status: str  # strongest over the sites
     sites: tuple[Site, ...]
-    # Members that stand in for this one: `if not hasattr(model, "alt"): model.member()`.
+    # Members that stand in for this one: `if not hasattr(model, "alt"): model.member()`,
+    # or the others of a group one of which must be there.
     alternatives: tuple[str, ...] = ()
+    # The exception the start raises when none of the group is there ("ValueError"), for
+    # a group from an `elif`/`else: raise` chain; "" otherwise.
+    raises: str = ""
 
     @property
     def arities(self) -> tuple[str, ...]:
@@ -89,6 +95,9 @@ class Interface:
     warnings: list[str] = field(default_factory=list)
     # Per algorithm that asks anything of a draft model: which classes it may load as one.
     draft_models: dict[str, DraftModels] = field(default_factory=dict)
+    # Names a user may pass that the code rewrites first: alias -> (what it runs as, the
+    # site that rewrites it).
+    aliases: dict[str, tuple[str, str]] = field(default_factory=dict)
 
     def for_algorithm(self, algorithm: str, role: str | None = None) -> list[Requirement]:
         return [
@@ -119,32 +128,121 @@ class _Reachability:
         self.graph = CallGraph(index)
         self.algos: Algorithms = discover(index, rules)
         self.speculative = frozenset(self.algos.speculative)
-        # Which algorithms reach each function, and a BFS tree per algorithm for paths.
+        self.flow = Flow(index, rules, tuple(Holder(c, a) for c, a in rules.holders))
+        self.walker = Walker(self.flow, self.algos)
+        # What each algorithm's workers run (tracker.analysis.walk), and which algorithms
+        # reach each function.
+        self.walks: dict[str, Reach] = {}
         self.reached_by: dict[str, set[str]] = defaultdict(set)
-        self.paths: dict[str, dict[str, list[str]]] = {}
         for algorithm in self.algos.speculative:
-            own: list[str] = []
-            inherited: list[str] = []
-            for w in self.algos.workers.get(algorithm, []):
-                mine, theirs = worker_roots(index, w)
-                own += mine
-                inherited += theirs
-            paths = self.graph.shortest_paths(own, inherited)
-            self.paths[algorithm] = paths
-            for fn in paths:
+            variants = tuple(
+                Variant(w, br, opt_in_branches(self.algos, br))
+                for w, br in self.algos.variants.get(algorithm, [])
+            )
+            reach = self.walker.walk(algorithm, variants)
+            self.walks[algorithm] = reach
+            for fn in reach.functions:
                 self.reached_by[fn].add(algorithm)
+        self._target_walks: dict[str, Reach] = {}
         # Only code a worker reaches, or runner code the rules name, can hold a site.
         runner_globs = [g for r in rules.receivers if r.scope == "runner" for g in r.modules]
-        self.modules = sorted(
-            {split_key(fn)[0] for fn in self.reached_by}
-            | {m for m in index.modules if any(fnmatch.fnmatchcase(m, g) for g in runner_globs)}
+        self.runner_modules = frozenset(
+            m for m in index.modules if any(fnmatch.fnmatchcase(m, g) for g in runner_globs)
         )
+        self.modules = sorted({split_key(fn)[0] for fn in self.reached_by} | self.runner_modules)
         self.aliases = {m: _aliases(index.modules[m]) for m in self.modules}
         self.bindings = self._bind_parameters()
         extra = {split_key(fn)[0] for fn in self.bindings} - set(self.modules)
         for m in extra:
             self.aliases[m] = _aliases(index.modules[m])
         self.modules = sorted(set(self.modules) | extra)
+
+    def runs_as(self, algorithm: str, function: str) -> set[str]:
+        walk = self.walks.get(algorithm)
+        return walk.runs_as(function) if walk is not None else {algorithm}
+
+    def target_walk(self, algorithm: str) -> Reach:
+        """The walk from the target worker the scheduler builds (what the target's own
+        runner runs under the algorithm): call paths to runner code on the target."""
+        found = self._target_walks.get(algorithm)
+        if found is None:
+            roots: set[str] = set()
+            for variant in self.walks[algorithm].variants:
+                value = self.flow.attribute(Obj(variant.worker), "target_worker")
+                roots |= {o.cls for o in value.objs}
+            if not roots:
+                roots = set(self.index.classes_named("TpModelWorker"))
+            found = self.walker.walk(algorithm, tuple(Variant(r, ()) for r in sorted(roots)))
+            self._target_walks[algorithm] = found
+        return found
+
+    def model_roles(
+        self, module: str, scope: str, line: int, receiver: str
+    ) -> dict[str, set[tuple[str, str | None]]]:
+        """algorithm -> (role, member after the model or None) that the receiver is in the
+        frames each algorithm's walk ran the function in (worker code only: runner code
+        follows the runner rules)."""
+        out: dict[str, set[tuple[str, str | None]]] = {}
+        if module in self.runner_modules:
+            return out
+        fn = key(module, scope)
+        for algorithm in sorted(self.reached_by.get(fn, ())):
+            found: set[tuple[str, str | None]] = set()
+            for frame in self.walks[algorithm].frames.get(fn, ()):
+                found |= set(self.flow.model_access(frame, receiver, line))
+            found = {(r, m) for r, m in found if r in ("target", "draft")}
+            if found:
+                out[algorithm] = found
+        return out
+
+    def flowed_branches(
+        self, algorithm: str, module: str, scope: str, branches: tuple[Branch, ...], line: int
+    ) -> tuple[Branch, ...] | None:
+        """A site's branches less those the data flow finds true in every frame the
+        algorithm's walk ran its function in; None when it finds one false in every frame
+        (the site never runs for the algorithm)."""
+        reach = self.walks.get(algorithm)
+        frames = reach.frames.get(key(module, scope)) if reach is not None else None
+        if not frames or not branches or module in self.runner_modules:
+            return branches
+        kept = []
+        for b in branches:
+            if self.algos.evaluate(b.test).decided:
+                kept.append(b)
+                continue
+            verdicts = {self.flow.condition(f, b.test, line) for f in frames}
+            if verdicts == {not b.holds}:
+                return None
+            if verdicts != {b.holds}:
+                kept.append(b)
+        return tuple(kept)
+
+    def is_runtime(self, algorithm: str, module: str, scope: str, br: Branch, line: int) -> bool:
+        """The test changes from batch to batch in every frame the function ran in."""
+        reach = self.walks.get(algorithm)
+        frames = reach.frames.get(key(module, scope)) if reach is not None else None
+        frames = frames or [Frame(key(module, scope))]
+        return all(self.flow.is_runtime(f, br.test, line) for f in frames)
+
+    def reach_of(self, algorithm: str, module: str, scope: str) -> tuple[bool, str]:
+        """(whether a plain variant of the algorithm's workers reaches the function with no
+        undecided condition on the way; the conditions it needs otherwise)."""
+        reach = self.walks.get(algorithm)
+        fn = key(module, scope)
+        if reach is None or not reach.reaches(fn):
+            return True, ""
+        plain = reach.plain.get(fn, set())
+        if any(not reach.variants[v].opt_in for v in plain):
+            return True, ""
+        guards: list[Branch] = []
+        for v in sorted(plain):
+            guards += list(reach.variants[v].opt_in)
+            break
+        if not guards:
+            for _, carried in sorted(reach.guarded.get(fn, {}).items()):
+                guards = list(carried)
+                break
+        return False, " and ".join(b.render() for b in guards)
 
     # -------------------------------------------------------------- receiver roles
 
@@ -256,10 +354,12 @@ class _Reachability:
         roles = ("target", "draft") if role == "runner" else (role,)
         admitted, decided = self.algos.admitted(branches)
         if rule_scope == "worker":
-            algorithms = self.reached_by.get(key(module, scope), set())
-            if not algorithms:
-                algorithms = self._module_fallback(module)
-            pairs = {(a, r) for a in algorithms for r in roles} & admitted
+            fn = key(module, scope)
+            pairs = set()
+            for a in self.reached_by.get(fn, set()):
+                # Code a worker built after rewriting the algorithm runs as that one.
+                runs_as = self.walks[a].runs_as(fn)
+                pairs |= {(a, r) for r in roles if any((x, r) in admitted for x in runs_as)}
             return pairs, decided
         # Runner code runs with every algorithm and without one: only what the
         # conditions narrow counts as a speculative requirement.
@@ -271,16 +371,18 @@ class _Reachability:
                 kept |= {(a, r) for a in algorithms}
         return kept, decided
 
-    def _module_fallback(self, module: str) -> set[str]:
-        """Code no worker was seen to call: the algorithms whose workers live beside it."""
-        found: set[str] = set()
-        for algorithm, workers in self.algos.workers.items():
-            if any(split_key(w)[0] == module for w in workers):
-                found.add(algorithm)
-        return found
-
-    def path_to(self, algorithm: str, module: str, scope: str) -> tuple[str, ...]:
-        path = self.paths.get(algorithm, {}).get(key(module, scope))
+    def path_to(
+        self, algorithm: str, module: str, scope: str, role: str = "", rule_scope: str = ""
+    ) -> tuple[str, ...]:
+        """A call path the algorithm really runs to the function: for runner code on the
+        target, the one through the target's own runner."""
+        fn = key(module, scope)
+        if role == "target" and rule_scope == "runner":
+            path = self.target_walk(algorithm).paths.get(fn)
+            if path:
+                return tuple(path)
+        walk = self.walks.get(algorithm)
+        path = walk.paths.get(fn) if walk is not None else None
         return tuple(path) if path else ()
 
 
@@ -378,6 +480,7 @@ class _Collector:
         self.alternatives: dict[tuple[str, str, str], set[str]] = defaultdict(set)
         self.outputs: dict[tuple[str, str, str], list[Site]] = defaultdict(list)
         self.configs: dict[tuple[str, str, str], list[Site]] = defaultdict(list)
+        self.raises: dict[tuple[str, str, str], str] = {}
 
     def member(
         self,
@@ -385,34 +488,79 @@ class _Collector:
         path: str,
         line: int,
         context: Context,
-        target: ReceiverRule | _Binding,
+        target: ReceiverRule | _Binding | dict[str, set[str]],
         receiver: str,
         member: str,
         guard: str,
         arity: str,
+        skip: frozenset[str] = frozenset(),
     ) -> None:
         """One use of `member` on a model whose receiver (aliases expanded) is `receiver`:
-        a call when `arity` is given, else an attribute read or probe."""
+        a call when `arity` is given, else an attribute read or probe. `target` is the rule
+        or binding that made the receiver a model, or the roles the data flow found per
+        algorithm; `skip`: algorithms the data flow decided otherwise."""
         if member in self.universal or context.in_message:
             return
         an = self.an
         scope = context.scope
         alternatives, plain = _unless_provided(an, module, scope, line, context.branches, receiver)
-        pairs, _ = an.context_pairs(module, scope, target.role, target.scope, context.branches)
-        # `if not hasattr(model, "alt"): model.member()` needs member unless alt is there:
-        # decided as far as the algorithms go, with alt as an alternative.
-        _, decided = an.algos.admitted(plain)
-        status = _status(decided, guard)
+        if isinstance(target, dict):
+            admitted, _ = an.algos.admitted(context.branches)
+            fn = key(module, scope)
+            pairs = {
+                (a, r)
+                for a, roles in target.items()
+                for r in roles
+                if any((x, r) in admitted for x in an.runs_as(a, fn))
+            }
+            rule_scope = "worker"
+        else:
+            pairs, _ = an.context_pairs(module, scope, target.role, target.scope, context.branches)
+            pairs = {(a, r) for a, r in pairs if a not in skip}
+            rule_scope = target.scope
         for algorithm, role in sorted(pairs):
             if algorithm == "NONE":
                 continue
+            branches = an.flowed_branches(algorithm, module, scope, context.branches, line)
+            if branches is None:
+                continue
+            # `if not hasattr(model, "alt"): model.member()` needs member unless alt is
+            # there: decided as far as the algorithms go, with alt as an alternative.
+            # A test that changes from batch to batch goes both ways while serving.
+            kept = {
+                id(b)
+                for b in branches
+                if not b.raises and not an.is_runtime(algorithm, module, scope, b, line)
+            }
+            _, decided = an.algos.admitted(tuple(b for b in plain if id(b) in kept))
+            status, carried = _status(decided, guard), ""
+            if rule_scope == "worker":
+                # Code the workers reach only under a condition of their own (an opt-in
+                # worker, an undecided test on the way) needs the member only then.
+                plain_reach, carried = an.reach_of(algorithm, module, scope)
+                if not plain_reach and status == RequirementStatus.REQUIRED:
+                    status = RequirementStatus.CONDITIONAL
             slot = (algorithm, role, member)
             self.found[slot].append(
                 _site(
-                    an, algorithm, module, path, scope, line, context.branches, status, guard, arity
+                    an,
+                    algorithm,
+                    module,
+                    path,
+                    scope,
+                    line,
+                    branches,
+                    status,
+                    guard,
+                    arity,
+                    carried=carried,
+                    role=role,
+                    rule_scope=rule_scope,
                 )
             )
-            self.alternatives[slot] |= alternatives
+            self.alternatives[slot] |= {
+                alt for alt, also in alternatives.items() if _usable(an, algorithm, also)
+            }
 
     def field(
         self,
@@ -448,41 +596,143 @@ class _Collector:
             )
             bucket[(algorithm, owner, name)].append(site)
 
+    def uses(
+        self, module: str, scope: str, line: int, receiver: str, name: str
+    ) -> list[tuple[ReceiverRule | _Binding | dict[str, set[str]], str, str, frozenset[str]]]:
+        """Each model `receiver.name` touches: (who says so, member, "direct"|"attribute",
+        algorithms to leave to the data flow). The data flow's answer for an algorithm's
+        frames comes first; the role rules answer for the other algorithms."""
+        an = self.an
+        flowed = an.model_roles(module, scope, line, receiver)
+        by_member: dict[tuple[str, str], dict[str, set[str]]] = {}
+        for algorithm, found in flowed.items():
+            for role, after in found:
+                slot = (name, "direct") if after is None else (after, "attribute")
+                by_member.setdefault(slot, {}).setdefault(algorithm, set()).add(role)
+        out: list[tuple[ReceiverRule | _Binding | dict[str, set[str]], str, str, frozenset[str]]]
+        out = [(target, m, how, frozenset()) for (m, how), target in sorted(by_member.items())]
+        ruled = an.role_of(module, scope, line, receiver, name)
+        if ruled is not None:
+            out.append((ruled[0], ruled[1], ruled[2], frozenset(flowed)))
+        return out
+
+    def raised(self, module: str, path: str, call: Call) -> None:
+        """An exception raised where the tests above it found none of a group of members:
+        `if hasattr(m, "a"): ... elif hasattr(m, "b"): ... else: raise ValueError(...)`
+        requires one of a and b (each the other's alternative)."""
+        an = self.an
+        scope = call.context.scope
+        groups: dict[str, list[tuple[str, tuple[Cond, ...]]]] = {}
+        rest: list[Branch] = []
+        for br in call.context.branches:
+            probes = _negated_probes(br) if not br.holds else None
+            if not probes:
+                rest.append(br)
+                continue
+            for receiver, member, also in probes:
+                groups.setdefault(receiver, []).append((member, also))
+        if not groups:
+            return
+        context = call.context._replace(branches=tuple(rest), in_message=False)
+        for receiver, members in groups.items():
+            for target, _m, how, skip in self.uses(
+                module, scope, call.line, receiver, members[0][0]
+            ):
+                if how != "direct":
+                    continue
+                for algorithm, role, group in self._groups_for(
+                    module, target, skip, members, context
+                ):
+                    for member in group:
+                        slot = (algorithm, role, member)
+                        before = len(self.found[slot])
+                        self.member(
+                            module,
+                            path,
+                            call.line,
+                            context,
+                            {algorithm: {role}},
+                            an.expand(module, scope, call.line, receiver),
+                            member,
+                            Guard.ONE_OF,
+                            "",
+                        )
+                        if len(self.found[slot]) > before:
+                            self.alternatives[slot] |= set(group) - {member}
+                            self.raises[slot] = call.name
+
+    def _groups_for(
+        self,
+        module: str,
+        target: ReceiverRule | _Binding | dict[str, set[str]],
+        skip: frozenset[str],
+        members: list[tuple[str, tuple[Cond, ...]]],
+        context: Context,
+    ) -> list[tuple[str, str, tuple[str, ...]]]:
+        """(algorithm, role, the members of the group it may use): a member whose test
+        also needs something the algorithm rules out (`is_dspark and hasattr(...)` under
+        DFLASH) is no way out for it."""
+        an = self.an
+        if isinstance(target, dict):
+            pairs = {(a, r) for a, roles in target.items() for r in roles}
+        else:
+            found, _ = an.context_pairs(
+                module, context.scope, target.role, target.scope, context.branches
+            )
+            pairs = {(a, r) for a, r in found if a not in skip}
+        out = []
+        for algorithm, role in sorted(pairs):
+            if algorithm == "NONE":
+                continue
+            usable = [member for member, also in members if _usable(an, algorithm, also)]
+            if usable:
+                out.append((algorithm, role, tuple(sorted(set(usable)))))
+        return out
+
     def call(self, module: str, path: str, call: Call) -> None:
         an = self.an
         scope = call.context.scope
         if not scope:
             return
+        if (
+            call.receiver is None
+            and call.context.in_message
+            and an.rules.draft_models.refusal_calls.search(call.name)
+        ):
+            self.raised(module, path, call)
+            return
         if call.receiver is None and call.name in ("hasattr", "getattr") and len(call.args) >= 2:
             obj, name = call.args[0], call.args[1]
             if not (name[:1] in "'\"" and name[-1:] == name[:1]):
                 return
-            probed = an.role_of(module, scope, call.line, obj, name[1:-1])
-            if probed is None:
-                return
             guard: str
             if call.name == "hasattr":
                 guard = Guard.HASATTR_RAISES if call.asserted else Guard.HASATTR
+            elif len(call.args) >= 3 or call.keywords:
+                raising = _raises_when_none(an, module, scope, call)
+                guard = Guard.GETATTR_RAISES if raising else Guard.GETATTR_DEFAULT
             else:
-                guard = Guard.GETATTR_DEFAULT if len(call.args) >= 3 or call.keywords else ""
-            self.member(
-                module,
-                path,
-                call.line,
-                call.context,
-                probed[0],
-                an.expand(module, scope, call.line, obj),
-                probed[1],
-                guard,
-                "",
-            )
+                guard = ""
+            for target, member, _how, skip in self.uses(module, scope, call.line, obj, name[1:-1]):
+                self.member(
+                    module,
+                    path,
+                    call.line,
+                    call.context,
+                    target,
+                    an.expand(module, scope, call.line, obj),
+                    member,
+                    guard,
+                    "",
+                    skip,
+                )
             return
         if call.receiver is None:
             return
-        found = an.role_of(module, scope, call.line, call.receiver, call.name)
-        if found is not None:
-            target, member, how = found
-            receiver = an.expand(module, scope, call.line, call.receiver)
+        receiver = an.expand(module, scope, call.line, call.receiver)
+        for target, member, how, skip in self.uses(
+            module, scope, call.line, call.receiver, call.name
+        ):
             guard = _guard_of(receiver, call.name, call.context, an, module, call.line)
             # `model.inner.run()` calls a method of what the member holds: a read of it.
             self.member(
@@ -495,6 +745,7 @@ class _Collector:
                 member,
                 guard,
                 _arity(call) if how == "direct" else "",
+                skip,
             )
         rules = an.rules
         if (
@@ -516,13 +767,22 @@ class _Collector:
         an = self.an
         scope = read.context.scope
         if scope and read.kind == "attr":
-            found = an.role_of(module, scope, read.line, read.receiver, read.name)
-            if found is not None:
-                target, member, _how = found
-                receiver = an.expand(module, scope, read.line, read.receiver)
+            receiver = an.expand(module, scope, read.line, read.receiver)
+            for target, member, _how, skip in self.uses(
+                module, scope, read.line, read.receiver, read.name
+            ):
                 guard = _guard_of(receiver, read.name, read.context, an, module, read.line)
                 self.member(
-                    module, path, read.line, read.context, target, receiver, member, guard, ""
+                    module,
+                    path,
+                    read.line,
+                    read.context,
+                    target,
+                    receiver,
+                    member,
+                    guard,
+                    "",
+                    skip,
                 )
         rules = an.rules
         patterns = rules.config_receivers if read.kind == "key" else rules.output_receivers
@@ -538,6 +798,78 @@ class _Collector:
             )
 
 
+def _negated_probes(br: Branch) -> list[tuple[str, str, tuple[Cond, ...]]]:
+    """For a branch that failed (`not (x and hasattr(m, "a"))`): each (receiver, member,
+    the other tests the probe came with) it probes."""
+    test = br.test
+    alternatives = test.args if test.op == "or" else (test,)
+    out = []
+    for alt in alternatives:
+        conjuncts = alt.args if alt.op == "and" else (alt,)
+        probes = [
+            c
+            for c in conjuncts
+            if c.op == "call" and c.text == "hasattr" and len(c.args) >= 2 and c.args[1].op == "str"
+        ]
+        if len(probes) != 1:
+            continue
+        probe = probes[0]
+        also = tuple(c for c in conjuncts if c is not probe)
+        out.append((probe.args[0].render(), probe.args[1].text, also))
+    return out
+
+
+def _raises_when_none(an: _Reachability, module: str, scope: str, call: Call) -> bool:
+    """`x = getattr(model, "m", None)` and, below, a raise under `x is None` / `not x`:
+    the default only reaches an error."""
+    facts = an.index.modules[module]
+    names = {
+        a.target
+        for a in facts.assigns
+        if a.context.scope == scope
+        and a.line == call.line
+        and a.target.isidentifier()
+        and (a.value_call == "getattr" or (a.value is not None and "getattr(" in a.value.text))
+    }
+    if not names:
+        return False
+    pattern = an.rules.draft_models.refusal_calls
+    for other in an.flow.calls_in(key(module, scope)):
+        if other.line <= call.line or not other.context.in_message or other.receiver is not None:
+            continue
+        if not pattern.search(other.name):
+            continue
+        for br in other.context.branches:
+            if _tests_missing(br, names):
+                return True
+    return False
+
+
+def _tests_missing(br: Branch, names: set[str]) -> bool:
+    """The branch holds when one of `names` is None or falsy (`x is None`, `not x`,
+    `x is None or ...`), or fails when it is set (`if x is not None: ... else: raise`)."""
+
+    def missing(c: Cond) -> bool:
+        if c.op == "cmp" and c.text in ("is", "==") and len(c.args) == 2:
+            return c.args[0].text in names and c.args[1].text == "None"
+        if c.op == "not" and c.args and c.args[0].op == "ref":
+            return c.args[0].text in names
+        if c.op == "or":
+            return any(missing(a) for a in c.args)
+        return False
+
+    def present(c: Cond) -> bool:
+        if c.op == "cmp" and c.text in ("is not", "!=") and len(c.args) == 2:
+            return c.args[0].text in names and c.args[1].text == "None"
+        if c.op == "ref":
+            return c.text in names
+        if c.op == "and":
+            return any(present(a) for a in c.args)
+        return False
+
+    return missing(br.test) if br.holds else present(br.test)
+
+
 def _unless_provided(
     an: _Reachability,
     module: str,
@@ -545,13 +877,15 @@ def _unless_provided(
     line: int,
     branches: tuple[Branch, ...],
     receiver: str,
-) -> tuple[set[str], tuple[Branch, ...]]:
+) -> tuple[dict[str, tuple[Cond, ...]], tuple[Branch, ...]]:
     """Members whose absence alone lets the site run (`not (x and hasattr(model, "alt"))`),
-    and the other branches."""
-    alternatives: set[str] = set()
+    each with the other tests that must hold for it to stand in (`x`), and the other
+    branches."""
+    alternatives: dict[str, tuple[Cond, ...]] = {}
     plain: list[Branch] = []
     for br in branches:
         found = None
+        also: tuple[Cond, ...] = ()
         if not br.holds:
             conjuncts = br.test.args if br.test.op == "and" else (br.test,)
             for c in conjuncts:
@@ -563,11 +897,17 @@ def _unless_provided(
                     and an.expand(module, scope, line, c.args[0].render()) == receiver
                 ):
                     found = c.args[1].text
+                    also = tuple(x for x in conjuncts if x is not c)
         if found is None:
             plain.append(br)
         else:
-            alternatives.add(found)
+            alternatives[found] = also
     return alternatives, tuple(plain)
+
+
+def _usable(an: _Reachability, algorithm: str, also: tuple[Cond, ...]) -> bool:
+    """The tests that come with a probe can hold under the algorithm."""
+    return all(any(a == algorithm for a, _ in an.algos.evaluate(c).may_true) for c in also)
 
 
 def build_interface(version: str, index: VersionIndex, rules: RoleRules | None = None) -> Interface:
@@ -582,6 +922,7 @@ def build_interface(version: str, index: VersionIndex, rules: RoleRules | None =
             for a, ws in sorted(algos.workers.items())
         },
         warnings=list(algos.warnings),
+        aliases={a: v for a, v in sorted(algos.aliases.items()) if v[0] in algos.speculative},
     )
     collect = _Collector(an)
     for module in an.modules:
@@ -608,6 +949,7 @@ def build_interface(version: str, index: VersionIndex, rules: RoleRules | None =
                 status,
                 tuple(unique),
                 tuple(sorted(collect.alternatives[slot])),
+                collect.raises.get(slot, "") if status == RequirementStatus.REQUIRED else "",
             )
         )
     for bucket, uses in (
@@ -646,16 +988,21 @@ def _site(
     arity: str,
     *,
     with_path: bool = True,
+    carried: str = "",
+    role: str = "",
+    rule_scope: str = "",
 ) -> Site:
+    """`carried`: the conditions on the way to the function (rendered), before its own."""
+    local = [b.render() for b in branches]
     return Site(
         path=path,
         line=line,
         function=scope,
-        condition=" and ".join(b.render() for b in branches),
+        condition=" and ".join([carried, *local] if carried else local),
         status=status,
         guard=guard,
         arity=arity,
-        call_path=an.path_to(algorithm, module, scope) if with_path else (),
+        call_path=an.path_to(algorithm, module, scope, role, rule_scope) if with_path else (),
     )
 
 

@@ -20,9 +20,11 @@ from tracker.analysis.index import VersionIndex
 from tracker.extract.store import Progress, load_facts, parse_ahead, recent
 from tracker.sources.base import SRT_PREFIX, VersionTree
 
-SEED_DIRS = ("speculative/", "model_executor/", "models/")
+SEED_DIRS = ("speculative/", "model_executor/", "models/", "arg_groups/fields/")
 # model_config.py and the speculative argument hooks say which checkpoint a draft worker
-# loads when no draft path is given, and which algorithms refuse to start so.
+# loads when no draft path is given, and which algorithms refuse to start so; the server
+# options' defaults (ServerArgs, and from v0.5.16 on the namespaces of arg_groups/fields/)
+# tell which worker a release builds unless the user turns something on.
 SEED_FILES = (
     "managers/scheduler.py",
     "managers/tp_worker.py",

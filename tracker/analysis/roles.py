@@ -13,6 +13,7 @@ from typing import Any
 
 from tracker.common.errors import TrackerError
 from tracker.common.resources import queries_dir
+from tracker.extract.facts import Cond
 
 
 @dataclass(frozen=True)
@@ -66,6 +67,10 @@ class RoleRules:
     # Structural kind markers: ("generative" | "pooling", class names constructed).
     kind_markers: tuple[tuple[str, frozenset[str]], ...] = ()
     draft_models: DraftModelRules = field(default_factory=lambda: DraftModelRules())
+    # (class name, attribute): instances of the class hold the model in the attribute.
+    holders: tuple[tuple[str, str], ...] = ()
+    # Receivers whose tests change from batch to batch ([runtime]).
+    runtime_receivers: tuple[re.Pattern[str], ...] = ()
     # Memos of answers derived from the rules: `init=False`, so `dataclasses.replace` (other
     # rules) starts them empty instead of sharing the old rules' answers.
     _memo: dict[tuple[str, str | None], tuple[ReceiverRule, ...]] = field(
@@ -105,6 +110,33 @@ class RoleRules:
             self._touched.clear()
         self._touched[memo_key] = found
         return found
+
+    def is_runtime(self, cond: Cond) -> bool:
+        """Every name the test reads is a per-batch object (`[runtime]`)."""
+        if cond.op in ("and", "or", "not"):
+            return bool(cond.args) and all(self.is_runtime(a) for a in cond.args)
+        if cond.op == "call":
+            if cond.text in ("getattr", "hasattr", "isinstance") and cond.args:
+                return self.is_runtime(cond.args[0])
+            return self._runtime_text(cond.text.rpartition(".")[0])
+        if cond.op == "ref":
+            return self._runtime_text(cond.text)
+        if cond.op == "cmp" and cond.args:
+            rest = [
+                a
+                for a in cond.args[1:]
+                if a.op not in ("str", "other", "seq")
+                and not (a.op == "ref" and a.text[:1].isupper())
+            ]
+            return self.is_runtime(cond.args[0]) and all(self.is_runtime(a) for a in rest)
+        return False
+
+    def _runtime_text(self, text: str) -> bool:
+        while text:
+            if any(p.fullmatch(text) for p in self.runtime_receivers):
+                return True
+            text = text.rpartition(".")[0]
+        return False
 
     def model_kind(self, class_name: str) -> str:
         return self.model_kind_rule(class_name)[0]
@@ -194,6 +226,10 @@ def rules_from_text(raw: bytes, where: str = "roles.toml") -> RoleRules:
         flag_method=algorithms.get("flag_method", "_has_flag"),
         kind_markers=_kind_markers(data.get("kind_marker", []), where),
         draft_models=_draft_models(data.get("draft_models", {}), where),
+        holders=_holders(data.get("model_holder", []), where),
+        runtime_receivers=_receivers_table(data.get("runtime"), f"{where}: [runtime]")
+        if "runtime" in data
+        else (),
     )
 
 
@@ -236,6 +272,8 @@ _SECTIONS = {
     "model_kind": True,
     "kind_marker": True,
     "draft_models": False,
+    "model_holder": True,
+    "runtime": False,
 }
 RECEIVER_ROLES = ("target", "draft", "runner")
 RECEIVER_SCOPES = ("worker", "runner")
@@ -417,3 +455,15 @@ def _draft_models(raw: object, where: str) -> DraftModelRules:
         refusal_calls=_regex(str(entry.get("refusal_calls", defaults.refusal_calls.pattern)), at),
         any_generative=tuple(str(a) for a in entry.get("any_generative", [])),
     )
+
+
+def _holders(raw: list[Any], where: str) -> tuple[tuple[str, str], ...]:
+    out = []
+    for n, item in enumerate(raw, 1):
+        at = f"{where}: [[model_holder]] #{n}"
+        entry = _entry(item, at, {"class": str, "attribute": str}, ("class", "attribute"))
+        for name in ("class", "attribute"):
+            if not _IDENTIFIER.fullmatch(str(entry[name])):
+                raise TrackerError(f"{at}: {name} {entry[name]!r} is not a name")
+        out.append((str(entry["class"]), str(entry["attribute"])))
+    return tuple(out)

@@ -103,6 +103,11 @@ class Guard(StrEnum):
     GETATTR_DEFAULT = "getattr-default", False, True
     # The use sits in a `try` that catches AttributeError.
     EXCEPT_ATTRIBUTE_ERROR = "except AttributeError", False, True
+    # `getattr(model, "m", None)` followed by a raise when it is None: the absence is an error.
+    GETATTR_RAISES = "getattr-raises", False, False
+    # `if hasattr(model, "a"): ... elif hasattr(model, "b"): ... else: raise`: one of the
+    # group must be there (the site is the raise).
+    ONE_OF = "one-of", True, False
 
 
 class ProvisionKind(StrEnum):

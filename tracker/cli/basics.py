@@ -17,6 +17,7 @@ from tracker.cli.options import (
     emit,
     flush_warnings,
     format_option,
+    note_line,
     rendering_options,
     reverse_option,
     snapshot_pair,
@@ -116,7 +117,9 @@ def interface(
     from tracker.render.documents import interface_document, render
 
     snap = ws.snapshot(version)
-    chosen = pick_algorithms(snap.interface.algorithms, algorithms)
+    chosen = pick_algorithms(
+        snap.interface.algorithms, algorithms, aliases=snap.interface.aliases, note=note_line
+    )
     doc = interface_document(snap.interface, describe_snapshot(ws, snap, fmt), chosen, role)
     flush_warnings(ws)
     emit(render("interface", fmt, doc, render_options))

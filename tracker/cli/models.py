@@ -16,6 +16,7 @@ from tracker.cli.options import (
     emit,
     flush_warnings,
     format_option,
+    note_line,
     rendering_options,
     source_options,
     suggest,
@@ -125,7 +126,12 @@ def check(
         compat, index, models_version, fix_options = _models_against(
             ws, mod_spec, req_snap.interface, ws.version_arg(rsrc, rversion)
         )
-    chosen = pick_algorithms(req_snap.interface.algorithms, algorithms)
+    chosen = pick_algorithms(
+        req_snap.interface.algorithms,
+        algorithms,
+        aliases=req_snap.interface.aliases,
+        note=note_line,
+    )
     warn_unknown_accepted(ws, req_snap.interface.algorithms)
     _require_registered(models, compat, models_version)
     selected = _selected_checks(
@@ -300,10 +306,15 @@ def matrix(
     """Models x versions over RANGE (ok / broken / unknown / n/a / absent), and the events:
     first appearance, broke, fixed, removed."""
     from tracker.compare.matrix import build_matrix
+    from tracker.compare.snapshot import aliases_of
     from tracker.render.documents import accepted_rows, matrix_document, render
 
     snaps = ws.snapshots(range_spec)
     name = algorithm.upper()
+    aliases = aliases_of(*snaps)
+    if name in aliases and not any(name in s.interface.algorithms for s in snaps):
+        note_line(f"{name} runs as {aliases[name][0]} ({aliases[name][1]})")
+        name = aliases[name][0]
     if not any(name in s.interface.algorithms for s in snaps):
         raise TrackerError(f"no version in {range_spec} has the algorithm {name}")
     before, starts = _release_before(ws, snaps[0].version)
@@ -335,7 +346,7 @@ def history(
 ) -> None:
     """One model's events across releases (default: every release the source has)."""
     from tracker.compare.matrix import build_matrix
-    from tracker.compare.snapshot import algorithms_of, pick_algorithms
+    from tracker.compare.snapshot import algorithms_of, aliases_of, pick_algorithms
     from tracker.render.documents import accepted_rows, history_document, render
 
     spec = range_spec or _full_range(ws)
@@ -345,7 +356,7 @@ def history(
         hint = suggest(model, sorted(present))
         raise TrackerError(f"no version in {spec} registers {model}{hint}")
     names = algorithms_of(*snaps)
-    chosen = pick_algorithms(names, algorithms)
+    chosen = pick_algorithms(names, algorithms, aliases=aliases_of(*snaps), note=note_line)
     kinds = (present[model],)
     before, starts = _release_before(ws, snaps[0].version)
     matrices = [build_matrix(snaps, a, kinds, before, starts) for a in chosen]
@@ -423,8 +434,9 @@ def fix(
     if requirements_spec is not None:
         interface = ws.snapshot(requirements_spec).interface
         compat = build_compat(analysis.index, interface)
-    name = algorithm.upper()
-    pick_algorithms(interface.algorithms, (name,))
+    (name,) = pick_algorithms(
+        interface.algorithms, (algorithm,), aliases=interface.aliases, note=note_line
+    )
     found = compat.check_for(model, name)
     if found is None:
         raise TrackerError(f"{resolved} registers no entry class {model} checked for {name}")
@@ -481,8 +493,9 @@ def why(
     from tracker.render.documents import check_doc, document_json, requirement_doc
 
     snap = ws.snapshot(version)
-    alg = algorithm.upper()
-    pick_algorithms(snap.interface.algorithms, (alg,))
+    (alg,) = pick_algorithms(
+        snap.interface.algorithms, (algorithm,), aliases=snap.interface.aliases, note=note_line
+    )
     registered = sorted(e.name for e in snap.compat.entries)
     member: str | None = name
     if name in registered and model is None:

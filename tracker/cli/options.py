@@ -182,6 +182,11 @@ def emit(text: str, output: Path | None = None) -> None:
     click.echo(f"wrote {output}", err=True)
 
 
+def note_line(message: str) -> None:
+    """One line on stderr that says how a request was read (`NEXTN runs as EAGLE`)."""
+    click.echo(f"tracker: note: {message}", err=True)
+
+
 def flush_warnings(ws: Workspace) -> None:
     for w in ws.source.warnings:
         click.echo(f"tracker: warning: {w}", err=True)
@@ -223,14 +228,14 @@ def snapshot_pair(
     """(old snapshot, new snapshot, new version's source, chosen algorithms) for the
     commands that compare two versions; the new one's files are parsed while the old one
     is analysed (Workspace.snapshots_of)."""
-    from tracker.compare.snapshot import algorithms_of, pick_algorithms
+    from tracker.compare.snapshot import algorithms_of, aliases_of, pick_algorithms
 
     osrc, oversion = ws.resolve(old)
     nsrc, nversion = ws.resolve(new)
     check_order(oversion, nversion, reverse)
     a, b = ws.snapshots_of([(osrc, oversion), (nsrc, nversion)])
     available = algorithms_of(a, b)
-    chosen = pick_algorithms(available, algorithms)
+    chosen = pick_algorithms(available, algorithms, aliases=aliases_of(a, b), note=note_line)
     warn_unknown_accepted(ws, available)
     return a, b, nsrc, chosen
 

@@ -24,6 +24,7 @@ from tracker.cli.options import (
     emit,
     flush_warnings,
     format_option,
+    note_line,
     rendering_options,
     reverse_option,
     snapshot_pair,
@@ -415,7 +416,9 @@ def triage(
             err=True,
         )
     snap = ws.snapshot_of(src, resolved)
-    chosen = pick_algorithms(snap.interface.algorithms, algorithms)
+    chosen = pick_algorithms(
+        snap.interface.algorithms, algorithms, aliases=snap.interface.aliases, note=note_line
+    )
 
     def patch_for(check: Any) -> dict[str, Any] | None:
         from tracker.release.issues import patch_document

@@ -18,6 +18,7 @@ from tracker.cli.options import (
     algorithm_option,
     emit,
     flush_warnings,
+    note_line,
     rendering_options,
     source_options,
 )
@@ -80,13 +81,15 @@ def report(
     """A static HTML report of RANGE in DIR: models x versions heatmap per algorithm, a
     timeline of interface changes, and the workers' call graphs. Opens from disk; loads
     nothing from the network."""
-    from tracker.compare.snapshot import pick_algorithms
+    from tracker.compare.snapshot import aliases_of, pick_algorithms
     from tracker.render.report import ReportOptions, build_report, present_algorithms, write_report
 
     if output.exists() and not output.is_dir():
         raise TrackerError(f"{output} exists and is not a directory")
     snaps = ws.snapshots(range_spec)
-    chosen = pick_algorithms(present_algorithms(snaps), algorithms)
+    chosen = pick_algorithms(
+        present_algorithms(snaps), algorithms, aliases=aliases_of(*snaps), note=note_line
+    )
     options = ReportOptions(
         link_pattern=render_options.link_pattern,
         template_dir=render_options.template_dir,
@@ -146,7 +149,12 @@ def graph(
 
     src, resolved = ws.resolve(version)
     analysis = ws.analyse(src, resolved)
-    (name,) = pick_algorithms(analysis.interface.algorithms, (algorithm,))
+    (name,) = pick_algorithms(
+        analysis.interface.algorithms,
+        (algorithm,),
+        aliases=analysis.interface.aliases,
+        note=note_line,
+    )
     found = build_graph(
         analysis.index,
         analysis.interface,

@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import hashlib
 import json
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from dataclasses import asdict, dataclass
 from pathlib import Path
 from typing import Any
@@ -65,24 +65,49 @@ def algorithms_of(*snapshots: Snapshot) -> tuple[str, ...]:
     return tuple(dict.fromkeys(a for s in snapshots for a in s.interface.algorithms))
 
 
+def aliases_of(*snapshots: Snapshot) -> dict[str, tuple[str, str]]:
+    """The algorithm names the snapshots' code rewrites (`NEXTN` -> `EAGLE`), the newest
+    snapshot's word last."""
+    out: dict[str, tuple[str, str]] = {}
+    for snap in snapshots:
+        out.update(snap.interface.aliases)
+    return out
+
+
 def pick_algorithms(
-    available: tuple[str, ...], wanted: tuple[str, ...], *, skip_unknown: bool = False
+    available: tuple[str, ...],
+    wanted: tuple[str, ...],
+    *,
+    skip_unknown: bool = False,
+    aliases: Mapping[str, tuple[str, str]] | None = None,
+    note: Callable[[str], None] | None = None,
 ) -> tuple[str, ...]:
     """The algorithms asked for (`-a`, in any case), or all of `available` when none is.
-    A name the versions lack is an error naming those they have; with `skip_unknown` (a
-    watch over many releases, some older than the algorithm) it is left out instead."""
+    A name the code rewrites (`NEXTN`, `aliases`) stands for what it runs as, and `note`
+    is told so. A name the versions lack is an error naming those they have; with
+    `skip_unknown` (a watch over many releases, some older than the algorithm) it is left
+    out instead."""
     if not wanted:
         return available
-    upper = tuple(a.upper() for a in wanted)
+    aliases = aliases or {}
+    upper: list[str] = []
+    for name in (a.upper() for a in wanted):
+        if name not in available and name in aliases and aliases[name][0] in available:
+            runs_as, site = aliases[name]
+            if note is not None:
+                note(f"{name} runs as {runs_as} ({site})")
+            name = runs_as
+        if name not in upper:
+            upper.append(name)
     if skip_unknown:
         return tuple(a for a in upper if a in available)
     unknown = [a for a in upper if a not in available]
     if unknown:
+        names = [*available, *(a for a in sorted(aliases) if aliases[a][0] in available)]
         raise TrackerError(
-            f"unknown algorithm {', '.join(unknown)}; this version has "
-            f"{', '.join(available) or 'none'}"
+            f"unknown algorithm {', '.join(unknown)}; this version has {', '.join(names) or 'none'}"
         )
-    return upper
+    return tuple(upper)
 
 
 # The modules whose logic decides what a snapshot says: every module of the analysis
@@ -137,6 +162,7 @@ def to_json(snap: Snapshot) -> str:
         "output_fields": [_field(f) for f in itf.output_fields],
         "config_keys": [_field(f) for f in itf.config_keys],
         "draft_models": {a: asdict(d) for a, d in sorted(itf.draft_models.items())},
+        "aliases": {a: {"runs_as": r, "site": w} for a, (r, w) in sorted(itf.aliases.items())},
         "entry_classes": _entry_classes(compat),
         # How each member is provided does not depend on the algorithm: it is stored once
         # per class (above); a check keeps only its verdict.
@@ -208,6 +234,7 @@ def requirement_doc(req: Requirement) -> dict[str, Any]:
         "arities": list(req.arities),
         "uses": list(req.uses),
         "alternatives": list(req.alternatives),
+        "raises": req.raises,
         "sites": [site_doc(s) for s in req.sites],
     }
 
@@ -236,6 +263,8 @@ def _requirement(r: Requirement) -> dict[str, Any]:
     del doc["arities"], doc["uses"]
     if not r.alternatives:
         del doc["alternatives"]
+    if not r.raises:
+        del doc["raises"]
     doc["sites"] = [_site(s) for s in r.sites]
     return doc
 
@@ -265,6 +294,7 @@ def from_json(text: str) -> Snapshot:
                 r["status"],
                 tuple(_load_site(s) for s in r["sites"]),
                 tuple(r.get("alternatives", ())),
+                r.get("raises", ""),
             )
             for r in doc["requirements"]
         ],
@@ -284,6 +314,7 @@ def from_json(text: str) -> Snapshot:
         draft_models={
             a: DraftModels(d["mode"], d["evidence"]) for a, d in doc.get("draft_models", {}).items()
         },
+        aliases={a: (d["runs_as"], d["site"]) for a, d in doc.get("aliases", {}).items()},
     )
     compat = _load_compat(version, doc, itf)
     return Snapshot(

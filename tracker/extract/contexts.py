@@ -73,14 +73,35 @@ def if_intervals(stmt: Node, out: list[Interval]) -> None:
         # Guard clause: `if not ready: return` -- the rest of the block runs under `ready`.
         parent = stmt.parent
         if parent is not None and parent.end_byte > stmt.end_byte:
+            # In an `except` handler the raise is the error going on, not a check: the
+            # rest of the handler is a fallback that runs only sometimes.
+            raises = _last(body) == "raise_statement" and not _in_handler(stmt)
             out.append(
-                Interval(stmt.end_byte, parent.end_byte, "branch", branches=(Branch(test, False),))
+                Interval(
+                    stmt.end_byte,
+                    parent.end_byte,
+                    "branch",
+                    branches=(Branch(test, False, raises),),
+                )
             )
 
 
-def _exits(block: Node) -> bool:
+def _in_handler(node: Node) -> bool:
+    parent = node.parent
+    while parent is not None and parent.type not in ("function_definition", "class_definition"):
+        if parent.type == "except_clause":
+            return True
+        parent = parent.parent
+    return False
+
+
+def _last(block: Node) -> str:
     last = block.named_children[-1] if block.named_child_count else None
-    return last is not None and last.type in (
+    return last.type if last is not None else ""
+
+
+def _exits(block: Node) -> bool:
+    return _last(block) in (
         "return_statement",
         "raise_statement",
         "continue_statement",

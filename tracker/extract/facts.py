@@ -14,7 +14,7 @@ from __future__ import annotations
 from typing import NamedTuple
 
 # Bumped whenever the shape or meaning of the facts changes: part of every cache key.
-FACTS_FORMAT = 4
+FACTS_FORMAT = 5
 
 
 class Cond(NamedTuple):
@@ -59,6 +59,9 @@ class Branch(NamedTuple):
 
     test: Cond
     holds: bool
+    # The other way raises (`if bad: raise ...` above the site): the code asserts the
+    # branch, so only a test the algorithm decides makes the site conditional.
+    raises: bool = False
 
     def render(self) -> str:
         if not self.holds and self.test.op == "not":

@@ -22,7 +22,7 @@ from packaging.version import Version
 from tracker.common.atomic import write_text_atomic
 from tracker.common.errors import TrackerError
 from tracker.compare.diff import Change
-from tracker.compare.snapshot import Snapshot, algorithms_of, pick_algorithms
+from tracker.compare.snapshot import Snapshot, algorithms_of, aliases_of, pick_algorithms
 from tracker.compare.workspace import Workspace
 from tracker.release.issues import (
     BrokeIn,
@@ -388,7 +388,9 @@ def handle_release(
 ) -> ReleaseOutcome:
     source = ws.source
     old, new = ws.snapshot_of(source, previous), ws.snapshot_of(source, version)
-    algorithms = pick_algorithms(algorithms_of(old, new), wanted, skip_unknown=True)
+    algorithms = pick_algorithms(
+        algorithms_of(old, new), wanted, skip_unknown=True, aliases=aliases_of(old, new)
+    )
     outcome = ReleaseOutcome(version, previous)
     known = sink.known()
     outcome.issues = issues_between(ws, source, old, new, algorithms, options, known)

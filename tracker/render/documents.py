@@ -103,6 +103,12 @@ def interface_document(
         "algorithms": chosen,
         "role": role,
         "workers": {a: list(itf.workers.get(a, ())) for a in chosen},
+        # The other names a user may pass for each algorithm (`NEXTN` runs as EAGLE).
+        "aliases": {
+            a: {"runs_as": runs_as, "site": site}
+            for a, (runs_as, site) in sorted(itf.aliases.items())
+            if runs_as in chosen
+        },
         "requirements": [
             requirement_doc(r)
             for r in itf.requirements
