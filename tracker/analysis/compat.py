@@ -18,7 +18,7 @@ from dataclasses import dataclass, field
 from tracker.analysis.contract import SETTER, ContractFinding, check_contract
 from tracker.analysis.externals import EMPTY_BASES, OBJECT_MEMBERS, ExternalBases, bases_for
 from tracker.analysis.index import ClassInfo, Resolution, VersionIndex, key
-from tracker.analysis.interface import Interface
+from tracker.analysis.interface import Interface, Requirement
 from tracker.analysis.kinds import KindFinder
 from tracker.analysis.reuse import CheckMemo
 from tracker.analysis.roles import RoleRules, load_rules
@@ -48,6 +48,15 @@ class Delegation:
     inner_class: str  # "DeepseekV3ForCausalLM"
     inner_key: str  # index key of the inner class
     provided_by: str  # class (in the inner class's MRO) that defines the member
+
+
+@dataclass(frozen=True)
+class AtRisk:
+    """A member the class lacks that the algorithm needs only under a condition: not a
+    break, but the class fails when the condition holds."""
+
+    member: str
+    condition: str  # the condition of the member's first site ("if ..." without the "if")
 
 
 @dataclass(frozen=True)
@@ -85,6 +94,8 @@ class ModelCheck:
     # Why the user accepts this break (tracker.compare.accepted), "" when not accepted: set after
     # the analysis, never stored in a snapshot.
     accepted: str = ""
+    # Members needed only under a condition that the class lacks.
+    at_risk: tuple[AtRisk, ...] = ()
 
 
 @dataclass
@@ -105,9 +116,16 @@ class Compat:
         return None
 
 
-def entry_classes(index: VersionIndex, rules: RoleRules) -> list[EntryClass]:
-    """Every class a models module registers through `EntryClass`, with its kind."""
-    finder = KindFinder(index, rules)
+def entry_classes(
+    index: VersionIndex, rules: RoleRules, interface: Interface | None = None
+) -> list[EntryClass]:
+    """Every class a models module registers through `EntryClass`, with its kind (a class
+    the interface says the code loads as a draft is one)."""
+    loaded = {
+        n: (d.algorithms, d.evidence)
+        for n, d in (interface.draft_classes.items() if interface is not None else ())
+    }
+    finder = KindFinder(index, rules, loaded)
     out: dict[str, EntryClass] = {}
     for facts in index.iter_modules():
         if ".models." not in f".{facts.module_name}.":
@@ -323,20 +341,50 @@ def natural_role(kind: str) -> str | None:
 
 @dataclass(frozen=True)
 class Needs:
-    """What each (algorithm, role) requires: member names and their stand-ins."""
+    """What each (algorithm, role) requires: member names and their stand-ins; and the
+    members it needs only under a condition, with that condition."""
 
     required: dict[tuple[str, str], tuple[str, ...]]
     alternatives: dict[tuple[str, str, str], tuple[str, ...]]
+    conditional: dict[tuple[str, str], tuple[tuple[str, str], ...]] = field(default_factory=dict)
 
     @classmethod
     def of(cls, interface: Interface) -> Needs:
         required: dict[tuple[str, str], set[str]] = {}
+        conditional: dict[tuple[str, str], dict[str, str]] = {}
         alternatives: dict[tuple[str, str, str], tuple[str, ...]] = {}
         for req in interface.requirements:
+            slot = (req.algorithm, req.role)
             if req.status == "required":
-                required.setdefault((req.algorithm, req.role), set()).add(req.member)
-                alternatives[(req.algorithm, req.role, req.member)] = req.alternatives
-        return cls({k: tuple(sorted(v)) for k, v in required.items()}, alternatives)
+                required.setdefault(slot, set()).add(req.member)
+            elif req.status == "conditional":
+                conditional.setdefault(slot, {})[req.member] = conditional_text(req)
+            else:
+                continue
+            alternatives[(req.algorithm, req.role, req.member)] = req.alternatives
+        return cls(
+            {k: tuple(sorted(v)) for k, v in required.items()},
+            alternatives,
+            {k: tuple(sorted(v.items())) for k, v in conditional.items()},
+        )
+
+
+def conditional_text(req: Requirement) -> str:
+    """The condition a conditional member is needed under: its plainest conditional site's."""
+    for site in req.sites:
+        if site.status == "conditional" and site.condition:
+            return site.condition
+    return ""
+
+
+def draft_algorithms(name: str, interface: Interface, rules: RoleRules) -> tuple[str, ...]:
+    """The algorithms a draft class is a draft of: those the code that loads it names, else
+    those its name rule names (empty: any)."""
+    loaded = interface.draft_classes.get(name)
+    if loaded is not None and loaded.algorithms:
+        return loaded.algorithms
+    rule = rules.name_rule(name, frozenset({"draft"}))
+    return rule[2] if rule is not None else ()
 
 
 def rows_of(
@@ -347,9 +395,14 @@ def rows_of(
     generative classes as drafts; a draft for the algorithms its name rule names."""
     rows: list[tuple[str, str, str]] = []
     if entry.kind == "draft":
-        rule = rules.name_rule(entry.name, frozenset({"draft"}))
-        only = rule[2] if rule is not None else ()
-        return [(a, "draft", "") for a in interface.algorithms if not only or a in only]
+        # Only algorithms that load a draft model check one (NGRAM has none); a class the
+        # code loads for some algorithms, or whose name rule names some, only for those.
+        only = draft_algorithms(entry.name, interface, rules)
+        return [
+            (a, "draft", "")
+            for a in interface.algorithms
+            if a in interface.draft_models and (not only or a in only)
+        ]
     if entry.kind != "target":
         return rows
     for algorithm in interface.algorithms:
@@ -372,6 +425,7 @@ def check_entry(
     An algorithm that asks nothing of the role makes the class "ok": a class is fixed
     when the last member it lacked stops being required."""
     members = needs.required.get((algorithm, role), ())
+    risky = needs.conditional.get((algorithm, role), ())
     if not entry.key:
         return ModelCheck(
             entry.name,
@@ -393,8 +447,17 @@ def check_entry(
     )
     missing = tuple(p.member for p in provs if p.how == ProvisionKind.MISSING)
     unknown = tuple(p.member for p in provs if p.how == ProvisionKind.UNKNOWN)
+    risk_provs = tuple(
+        provision_or_alternative(
+            index, entry.key, m, needs.alternatives.get((algorithm, role, m), ())
+        )
+        for m, _ in risky
+        if m not in members
+    )
+    lacking = {p.member for p in risk_provs if p.how == ProvisionKind.MISSING}
+    at_risk = tuple(AtRisk(m, cond) for m, cond in risky if m in lacking)
     delegs: list[Delegation] = []
-    for m in missing:
+    for m in (*missing, *(r.member for r in at_risk)):
         delegs.extend(delegations(index, entry.key, m))
     status: str = (
         CheckStatus.BROKEN if missing else CheckStatus.UNKNOWN if unknown else CheckStatus.OK
@@ -414,12 +477,13 @@ def check_entry(
         status,
         missing,
         unknown,
-        provs,
+        provs + risk_provs,
         tuple(delegs),
         contract=contract,
         contract_unknown=contract_unknown,
         kind_evidence=entry.kind_evidence,
         role_evidence=role_evidence,
+        at_risk=at_risk,
     )
 
 
@@ -432,7 +496,7 @@ def build_compat(
     """Every entry class's checks. With `memo` (the checks of the table built just
     before), a check whose inputs are unchanged is taken from it (tracker.analysis.reuse)."""
     rules = rules or load_rules()
-    compat = Compat(interface.version, entries=entry_classes(index, rules))
+    compat = Compat(interface.version, entries=entry_classes(index, rules, interface))
     needs = Needs.of(interface)
     memo = memo or CheckMemo()  # a fresh one reuses nothing
     memo.start(index, rules.source_hash)
@@ -440,8 +504,13 @@ def build_compat(
         module = index.module_of(entry.key) if entry.key else ""
         for algorithm, role, why in rows_of(entry, interface, rules):
             members = needs.required.get((algorithm, role), ())
-            alternatives = tuple(needs.alternatives.get((algorithm, role, m), ()) for m in members)
-            row, inputs = (entry.name, algorithm, role), (entry, members, alternatives, why)
+            risky = needs.conditional.get((algorithm, role), ())
+            alternatives = tuple(
+                needs.alternatives.get((algorithm, role, m), ())
+                for m in (*members, *(r for r, _ in risky))
+            )
+            row = (entry.name, algorithm, role)
+            inputs = (entry, members, risky, alternatives, why)
             check = memo.get(row, inputs, module)
             if check is None:
                 check = check_entry(index, entry, algorithm, role, needs, why)
@@ -460,6 +529,7 @@ def class_key_for(index: VersionIndex, name: str) -> str | None:
 
 
 __all__ = [
+    "AtRisk",
     "Compat",
     "Delegation",
     "EntryClass",

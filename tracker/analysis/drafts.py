@@ -99,6 +99,53 @@ def draft_models(
     return out
 
 
+@dataclass(frozen=True)
+class DraftClass:
+    """An architecture the version's code loads as a draft: model_config.py rewrites a draft
+    checkpoint's architecture to it (`if is_draft_model and arch == "DeepseekV3ForCausalLM":
+    architectures[0] = "DeepseekV3ForCausalLMNextN"`)."""
+
+    algorithms: tuple[str, ...]  # those the rewrite's conditions narrow it to; () for any
+    evidence: str
+
+
+_ARCHITECTURES = re.compile(r"(^|\.)architectures(\[0\])?$")
+_QUOTED = re.compile(r"""["']([A-Za-z_][A-Za-z0-9_]*)["']""")
+
+
+def draft_classes(index: VersionIndex, algos: Algorithms, flag: str) -> dict[str, DraftClass]:
+    """Class name -> how the code loads it as a draft: every assignment of an architecture
+    name under a test of `flag` (`is_draft_model`)."""
+    out: dict[str, DraftClass] = {}
+    for facts in index.iter_modules():
+        if facts.definitions_only:
+            continue
+        for a in facts.assigns:
+            if a.value is None or not _ARCHITECTURES.search(a.target):
+                continue
+            if not any(b.holds and _tests_flag(b.test, flag) for b in a.context.branches):
+                continue
+            names = _QUOTED.findall(a.value.text) if a.value.op == "other" else []
+            if a.value.op == "str":
+                names = [a.value.text]
+            allowed, _ = algos.admitted(a.context.branches)
+            narrowed = sorted({m for m, _ in allowed} & set(algos.speculative))
+            algorithms = tuple(narrowed) if len(narrowed) < len(algos.speculative) else ()
+            where = f"{facts.path.removeprefix(SRT_PREFIX)}:{a.line}"
+            for name in names:
+                if name not in out:
+                    out[name] = DraftClass(
+                        algorithms, f"the draft architecture rewrite at {where} loads it"
+                    )
+    return out
+
+
+def _tests_flag(cond: Cond, flag: str) -> bool:
+    if cond.op == "and":
+        return any(_tests_flag(c, flag) for c in cond.args)
+    return cond.op == "ref" and cond.text.rpartition(".")[2] == flag
+
+
 def _loaders(
     index: VersionIndex, rules: DraftModelRules, reached_by: Mapping[str, set[str]]
 ) -> dict[str, _Found]:

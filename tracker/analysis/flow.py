@@ -760,6 +760,9 @@ class Flow:
         return None
 
     def returns(self, frame: Frame) -> Value:
+        if in_models(frame.function):
+            return EMPTY  # model files are read for definitions only, and the interface never
+            # depends on them (tracker.analysis.reuse keys it without them)
         known = self._return_memo.get(frame)
         if known is not None:
             return known
@@ -826,6 +829,10 @@ class Flow:
 
 
 _PROPERTIES = frozenset({"property", "cached_property"})
+
+
+def in_models(symbol: str) -> bool:
+    return ".models." in f".{split_key(symbol)[0]}."
 
 
 def _unwrapped(text: str) -> str:

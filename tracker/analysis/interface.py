@@ -19,7 +19,7 @@ from dataclasses import dataclass, field
 
 from tracker.analysis.algorithms import Algorithms, Pair, discover, opt_in_branches
 from tracker.analysis.callgraph import CallGraph
-from tracker.analysis.drafts import DraftModels, draft_models
+from tracker.analysis.drafts import DraftClass, DraftModels, draft_classes, draft_models
 from tracker.analysis.externals import every_model_has
 from tracker.analysis.flow import Flow, Frame, Holder, Obj
 from tracker.analysis.index import VersionIndex, key, split_key
@@ -98,6 +98,8 @@ class Interface:
     # Names a user may pass that the code rewrites first: alias -> (what it runs as, the
     # site that rewrites it).
     aliases: dict[str, tuple[str, str]] = field(default_factory=dict)
+    # Classes the code loads as drafts (model_config.py's architecture rewrites).
+    draft_classes: dict[str, DraftClass] = field(default_factory=dict)
 
     def for_algorithm(self, algorithm: str, role: str | None = None) -> list[Requirement]:
         return [
@@ -967,6 +969,7 @@ def build_interface(version: str, index: VersionIndex, rules: RoleRules | None =
             )
     if not any(r.role == "target" for r in interface.requirements):
         interface.warnings.append(f"{version}: no receiver of the role rules matched anywhere")
+    interface.draft_classes = draft_classes(index, algos, rules.draft_models.draft_model_flag)
     interface.draft_models = {
         a: found
         for a, found in draft_models(index, algos, rules.draft_models, an.reached_by).items()

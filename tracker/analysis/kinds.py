@@ -30,7 +30,7 @@ _CONSTRUCTOR = re.compile(r"\b([A-Z][A-Za-z0-9_]*(?:\.[A-Z][A-Za-z0-9_]*)*)\(")
 class KindDecision:
     kind: str  # "target" | "draft" | "embedding" | "reward" | "classification"
     evidence: str  # what decided it, for people: "constructs LogitsProcessor in ..."
-    basis: str  # "structure" | "inner" | "name"
+    basis: str  # "structure" | "inner" | "name" | "code" (the code loads it as a draft)
     algorithms: tuple[str, ...] = ()  # a draft's algorithms (empty: all)
 
 
@@ -50,6 +50,9 @@ class KindFinder:
 
     index: VersionIndex
     rules: RoleRules
+    # Classes the version's code loads as drafts (tracker.analysis.drafts.draft_classes):
+    # name -> (algorithms, evidence).
+    loaded_drafts: dict[str, tuple[tuple[str, ...], str]] = field(default_factory=dict)
     _constructions: dict[str, list[Construction]] = field(default_factory=dict)
     _names: dict[tuple[str, str, str], frozenset[str]] = field(default_factory=dict)
     _generative: dict[str, str | None] = field(default_factory=dict)
@@ -57,6 +60,10 @@ class KindFinder:
     def decide(self, name: str, cls: str) -> KindDecision:
         """The kind of the entry class `name` (index key `cls`, "" when unresolved)."""
         draft = self.rules.name_rule(name, frozenset({"draft"}))
+        loaded = self.loaded_drafts.get(name)
+        if loaded is not None:
+            algorithms = loaded[0] or (draft[2] if draft is not None else ())
+            return KindDecision("draft", loaded[1], "code", algorithms)
         if draft is not None:
             return KindDecision("draft", f"name matches rule '{draft[1]}'", "name", draft[2])
         if cls:

@@ -82,6 +82,8 @@ def relabel_interface(interface: Interface, version: str) -> Interface:
         config_keys=list(interface.config_keys),
         warnings=warnings,
         draft_models=dict(interface.draft_models),
+        aliases=dict(interface.aliases),
+        draft_classes=dict(interface.draft_classes),
     )
 
 
@@ -162,7 +164,15 @@ def interface_digest(index: VersionIndex) -> str:
 
 
 # (entry class, members required, their stand-ins, why in this role) and the check
-CheckInputs = tuple[Hashable, tuple[str, ...], tuple[tuple[str, ...], ...], str]
+# (entry class, required members, conditional members with their conditions, the
+# alternatives of each, why the class is checked in the role)
+CheckInputs = tuple[
+    Hashable,
+    tuple[str, ...],
+    tuple[tuple[str, str], ...],
+    tuple[tuple[str, ...], ...],
+    str,
+]
 
 
 class CheckMemo:

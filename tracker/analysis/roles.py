@@ -170,6 +170,7 @@ class DraftModelRules:
     how it refuses a missing draft path (see `[draft_models]` in roles.toml)."""
 
     draft_worker_keyword: str = "is_draft_worker"
+    draft_model_flag: str = "is_draft_model"
     fallback_keyword: str = "model_path"
     fallback_value: re.Pattern[str] = re.compile(r"^model_path or (\w+\.)+model_path$")
     draft_path_attribute: str = "speculative_draft_model_path"
@@ -436,6 +437,7 @@ def _draft_models(raw: object, where: str) -> DraftModelRules:
         at,
         {
             "draft_worker_keyword": str,
+            "draft_model_flag": str,
             "fallback_keyword": str,
             "fallback_value": str,
             "draft_path_attribute": str,
@@ -447,6 +449,7 @@ def _draft_models(raw: object, where: str) -> DraftModelRules:
     defaults = DraftModelRules()
     return DraftModelRules(
         draft_worker_keyword=str(entry.get("draft_worker_keyword", defaults.draft_worker_keyword)),
+        draft_model_flag=str(entry.get("draft_model_flag", defaults.draft_model_flag)),
         fallback_keyword=str(entry.get("fallback_keyword", defaults.fallback_keyword)),
         fallback_value=_regex(
             str(entry.get("fallback_value", defaults.fallback_value.pattern)), at

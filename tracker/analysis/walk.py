@@ -18,7 +18,7 @@ from collections import deque
 from dataclasses import dataclass, field
 
 from tracker.analysis.algorithms import Algorithms
-from tracker.analysis.flow import EMPTY, MAX_CONTEXTS, Flow, Frame, Obj, Value
+from tracker.analysis.flow import EMPTY, MAX_CONTEXTS, Flow, Frame, Obj, Value, in_models
 from tracker.analysis.index import key, split_key
 from tracker.extract.facts import Branch, Call
 
@@ -124,6 +124,8 @@ class Walker:
             reach.effective.setdefault(fn, set()).add(runs_as)
             rewrites = self._rewrites(fn)
             for callee, line, more in self._callees(runs_as, frame):
+                if in_models(callee.function):
+                    continue  # model code is the models' own: never a worker's requirement
                 carried = (guards + more)[:MAX_GUARDS] if more else guards
                 reach.edges.setdefault(fn, {}).setdefault(callee.function, line)
                 after = [x for ln, x in rewrites if ln < line]

@@ -18,15 +18,17 @@ from typing import Any
 
 from tracker import __version__
 from tracker.analysis.compat import (
+    AtRisk,
     Compat,
     Delegation,
     EntryClass,
     ModelCheck,
+    Needs,
     Provision,
     natural_role,
 )
 from tracker.analysis.contract import SETTER, ContractFinding, ContractSite
-from tracker.analysis.drafts import DraftModels
+from tracker.analysis.drafts import DraftClass, DraftModels
 from tracker.analysis.externals import INVENTORY
 from tracker.analysis.interface import FieldUse, Interface, Requirement, Site
 from tracker.common.atomic import write_text_atomic
@@ -163,6 +165,10 @@ def to_json(snap: Snapshot) -> str:
         "config_keys": [_field(f) for f in itf.config_keys],
         "draft_models": {a: asdict(d) for a, d in sorted(itf.draft_models.items())},
         "aliases": {a: {"runs_as": r, "site": w} for a, (r, w) in sorted(itf.aliases.items())},
+        "draft_classes": {
+            n: {"algorithms": list(d.algorithms), "evidence": d.evidence}
+            for n, d in sorted(itf.draft_classes.items())
+        },
         "entry_classes": _entry_classes(compat),
         # How each member is provided does not depend on the algorithm: it is stored once
         # per class (above); a check keeps only its verdict.
@@ -315,6 +321,10 @@ def from_json(text: str) -> Snapshot:
             a: DraftModels(d["mode"], d["evidence"]) for a, d in doc.get("draft_models", {}).items()
         },
         aliases={a: (d["runs_as"], d["site"]) for a, d in doc.get("aliases", {}).items()},
+        draft_classes={
+            n: DraftClass(tuple(d["algorithms"]), d["evidence"])
+            for n, d in doc.get("draft_classes", {}).items()
+        },
     )
     compat = _load_compat(version, doc, itf)
     return Snapshot(
@@ -334,6 +344,7 @@ def _load_compat(version: str, doc: dict[str, Any], itf: Interface) -> Compat:
     for r in itf.requirements:
         if r.status == "required":
             required.setdefault((r.algorithm, r.role), []).append(r.member)
+    risky = Needs.of(itf).conditional
     entries = []
     provisions: dict[str, dict[str, Provision]] = {}
     delegations: dict[str, list[Delegation]] = {}
@@ -384,6 +395,16 @@ def _load_compat(version: str, doc: dict[str, Any], itf: Interface) -> Compat:
             findings, contract_unknown = (), ""
         drafts = itf.draft_models.get(algorithm)
         role_evidence = drafts.evidence if drafts is not None and role != natural_role(kind) else ""
+        at_risk = tuple(
+            AtRisk(m, cond)
+            for m, cond in risky.get((algorithm, role), ())
+            if m not in members and provisions[model].get(m, Provision(m, "")).how == "missing"
+        )
+        risk_provs = tuple(
+            provisions[model][m]
+            for m, _ in risky.get((algorithm, role), ())
+            if m not in members and m in provisions[model]
+        )
         checks.append(
             ModelCheck(
                 model,
@@ -394,12 +415,18 @@ def _load_compat(version: str, doc: dict[str, Any], itf: Interface) -> Compat:
                 status,
                 missing,
                 tuple(p.member for p in provs if p.how == "unknown"),
-                provs,
-                tuple(d for m in missing for d in delegations[model] if d.member == m),
+                provs + risk_provs,
+                tuple(
+                    d
+                    for m in (*missing, *(r.member for r in at_risk))
+                    for d in delegations[model]
+                    if d.member == m
+                ),
                 contract=findings,
                 contract_unknown=contract_unknown,
                 kind_evidence=kind_evidence,
                 role_evidence=role_evidence,
+                at_risk=at_risk,
             )
         )
     return Compat(version, entries=entries, checks=checks)

@@ -34,7 +34,10 @@ class Cond(NamedTuple):
         if self.op in ("and", "or"):
             return f" {self.op} ".join(_paren(a) for a in self.args)
         if self.op == "not":
-            return f"not {_paren(self.args[0])}"
+            inner = self.args[0]
+            text = inner.render()
+            bare = inner.op in ("call", "ref", "str", "seq") or " " not in text
+            return f"not {text}" if bare else f"not ({text})"
         if self.op == "call":
             return f"{self.text}({', '.join(a.render() for a in self.args)})"
         if self.op == "cmp":
@@ -64,10 +67,25 @@ class Branch(NamedTuple):
     raises: bool = False
 
     def render(self) -> str:
-        if not self.holds and self.test.op == "not":
-            return _paren(self.test.args[0])  # `if not x: return` leaves `x`, not `not (not x)`
-        text = self.test.render()
-        return text if self.holds else f"not ({text})" if " " in text else f"not {text}"
+        """The condition under which the site runs, with double negations worked out:
+        `if not x: return` leaves `x`, and `not (not a or not b)` reads `a and b`."""
+        return simplified(self.test if self.holds else Cond("not", "", (self.test,))).render()
+
+
+def simplified(cond: Cond) -> Cond:
+    """`cond` with `not` pushed through an and/or whose operands are all negated (De
+    Morgan), and `not not x` dropped; other negations stay where they are."""
+    if cond.op != "not" or not cond.args:
+        if cond.op in ("and", "or"):
+            return cond._replace(args=tuple(simplified(a) for a in cond.args))
+        return cond
+    inner = cond.args[0]
+    if inner.op == "not" and inner.args:
+        return simplified(inner.args[0])
+    if inner.op in ("and", "or") and all(a.op == "not" and a.args for a in inner.args):
+        flipped = "or" if inner.op == "and" else "and"
+        return Cond(flipped, "", tuple(simplified(a.args[0]) for a in inner.args))
+    return Cond("not", "", (simplified(inner),))
 
 
 class Context(NamedTuple):

@@ -74,6 +74,8 @@ def check_doc(c: ModelCheck) -> dict[str, Any]:
         **({"accepted": {"reason": c.accepted}} if c.accepted else {}),
         "contract": [finding_doc(f) for f in c.contract],
         **({"contract_unknown": c.contract_unknown} if c.contract_unknown else {}),
+        # Members needed only under a condition that the class lacks: not a break.
+        "at_risk": [{"member": r.member, "condition": r.condition} for r in c.at_risk],
     }
 
 
@@ -216,6 +218,7 @@ def check_document(
         "source": source,
         "checks": [check_doc(c) for c in checks],
         "counts": status_counts(c.status for c in checks),
+        "at_risk": sum(1 for c in checks if c.at_risk),
     }
 
 
