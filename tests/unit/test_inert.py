@@ -5,6 +5,7 @@ GitHub does), XML through a parser, JSON through json."""
 from __future__ import annotations
 
 import json
+import re
 import unicodedata
 import xml.etree.ElementTree as ET
 from html.parser import HTMLParser
@@ -114,12 +115,22 @@ def test_visible_text_is_one_line_with_nothing_hidden(text: str) -> None:
 
 
 @settings(max_examples=300)
-@given(TRICKY)
+@given(TRICKY | st.sampled_from(["https://evil.test/x", "see WWW.evil.test", "a@b.test"]))
 def test_markdown_text_renders_as_exactly_its_visible_characters(text: str) -> None:
     page = render(f"x {md_text(text)} y")
     assert page.tags == ["p"]
-    # Every `@` is followed by a zero-width space: no mention, and it reads the same.
-    assert page.text.strip("\n") == f"x {visible(text)} y".replace("@", "@\u200b")
+    # A zero-width space after every `@` and in `://` and `www.`: no mention, no link
+    # GitHub makes by itself, and it reads the same.
+    shown = visible(text).replace("@", "@\u200b").replace("://", ":/\u200b/")
+    shown = re.sub("(?i)(www)\\.", "\\1\u200b.", shown)
+    assert page.text.strip("\n") == f"x {shown} y"
+
+
+def test_markdown_text_leaves_nothing_github_would_link_by_itself() -> None:
+    # GitHub's autolinks: a scheme's `://`, a `www.` host, an e-mail address.
+    text = md_text("https://evil.test www.evil.test WWW.x.test mallory@evil.test")
+    assert "://" not in text and not re.search("(?i)www\\.", text)
+    assert re.search(r"\w@\w", text) is None
 
 
 @settings(max_examples=300)

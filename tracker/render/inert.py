@@ -78,18 +78,21 @@ def json_text(text: str) -> str:
 
 # What markdown reads as markup anywhere in a line: code, emphasis, links and images,
 # table cells, strikethrough, GitHub's math and the backslash itself (escaped with a
-# backslash); HTML and entities (written as entities); mentions; runs of underscores.
-_MD_SPECIAL = re.compile(r"_+|[\\`*\[\]|~$&<>@]")
+# backslash); HTML and entities (written as entities); mentions; runs of underscores; and
+# what GitHub turns into a link by itself (`https://...`, `www....`).
+_MD_SPECIAL = re.compile(r"_+|[\\`*\[\]|~$&<>@]|://|(?i:www)\.")
 _MD_HTML = {"&": "&amp;", "<": "&lt;", ">": "&gt;"}
 # A zero-width space after `@`: GitHub finds no mention in `@\u200buser`, and the text reads
-# the same. As an entity, so that the markdown source shows it.
+# the same. As an entity, so that the markdown source shows it. The same space breaks the
+# patterns GitHub links by itself.
 _MENTION_BREAK = "@&#8203;"
+_LINK_BREAK = {"://": ":/&#8203;/"}
 
 
 def md_text(text: str) -> str:
-    """`text` as literal markdown inline text: nothing in it renders as HTML, a link, a
-    code span or emphasis, no @mention notifies anyone, and it stays on its line (and in
-    its table cell)."""
+    """`text` as literal markdown inline text: nothing in it renders as HTML, a link (GitHub's
+    own `https://` and `www.` links too), a code span or emphasis, no @mention notifies
+    anyone, and it stays on its line (and in its table cell)."""
     shown = visible(text)
 
     def neutral(match: re.Match[str]) -> str:
@@ -103,6 +106,8 @@ def md_text(text: str) -> str:
             return found if before.isalnum() and after.isalnum() else "\\_" * len(found)
         if found == "@":
             return _MENTION_BREAK
+        if found == "://" or found.lower() == "www.":
+            return _LINK_BREAK.get(found) or found[:3] + "&#8203;."
         return _MD_HTML.get(found) or "\\" + found
 
     return _MD_SPECIAL.sub(neutral, shown)
