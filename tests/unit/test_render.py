@@ -131,3 +131,33 @@ def test_a_template_of_the_users_own_prints_every_value_inert(tmp_path: Path) ->
     assert "|x\\x1b]0;pwned\\x07|" in render("interface", "text", doc, options)
     md = render("interface", "md", doc, options)
     assert "x\\\\x1b\\]0;pwned\\\\x07 `x\\x1b]0;pwned\\x07`" in md
+
+
+def test_a_column_is_as_wide_as_its_names_are_shown() -> None:
+    import re
+
+    from tracker.render.documents import check_document, site_doc
+
+    built = build(HOSTILE)
+    checks = [
+        c for c in built.compat.checks if c.model == "LlamaForCausalLM" and c.algorithm == "EAGLE3"
+    ]
+    doc = check_document(built.compat, checks, "v1", "v1", "t")
+    doc["requirements"] = {
+        "EAGLE3": {
+            "target": {
+                r.member: [site_doc(s) for s in r.sites]
+                for r in built.interface.requirements
+                if r.algorithm == "EAGLE3" and r.role == "target"
+            }
+        }
+    }
+    doc.update(show_all=True, explain_kinds=False, fix_options="--at v1")
+    rows = [
+        m
+        for line in render("check", "text", doc).split("\n")
+        if (m := re.fullmatch(r"    (missing|defined)  (\S+)\s+(\S.*)", line))
+    ]
+    assert {m.group(2) for m in rows} >= {"get_embed_and_head", "x\\x1b]0;pwned\\x07"}
+    # The column after the names starts at one place, the hostile name's row too.
+    assert len({m.start(3) for m in rows}) == 1, [m.group() for m in rows]

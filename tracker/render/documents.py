@@ -303,6 +303,13 @@ def _environment(options: RenderOptions, fmt: str) -> Any:
     env.filters["block"] = lambda v, info="": Markup(
         "\n".join(visible(line) for line in str(v).split("\n")) if text else md_block(str(v), info)
     )
+    if text:
+        # Columns are as wide as what is shown: a name is measured and padded once its
+        # hidden characters are written out.
+        env.filters["length"] = lambda v: len(visible(v)) if isinstance(v, str) else len(v)
+        env.filters["format"] = lambda pattern, *args: Markup(
+            str(pattern) % tuple(visible(a) if isinstance(a, str) else a for a in args)
+        )
     # A sentence with `names` in backticks: code spans in markdown.
     env.filters["prose"] = lambda v: Markup(visible(str(v)) if text else md_prose(str(v)))
     # Kept for templates of earlier versions; the built-in ones say `c.kind.model_event`.
