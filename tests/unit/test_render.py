@@ -3,10 +3,12 @@ sites that moved to another file, and what the template says about them."""
 
 from __future__ import annotations
 
+from pathlib import Path
+
 from sgl_trees import BASE, build, line_of
 
 from tracker.compare.diff import diff
-from tracker.render.documents import diff_document, interface_document, render
+from tracker.render.documents import RenderOptions, diff_document, interface_document, render
 
 WORKER = BASE["speculative/eagle_worker.py"]
 CALL = "        embed, head = self.target_worker.model_runner.model.get_embed_and_head()\n"
@@ -78,3 +80,84 @@ def test_a_member_read_and_called_is_one_line_showing_both_uses() -> None:
     lines = [line for line in render("interface", "text", doc).splitlines() if "set_embed" in line]
     assert len(lines) == 1
     assert "set_embed(1) (also read as an attribute)" in lines[0]
+
+
+# A member named by a string holding a terminal escape and a forged line.
+HOSTILE_MEMBER = "x\x1b]0;pwned\x07"
+HOSTILE = {
+    "speculative/eagle_worker.py": WORKER.replace(
+        CALL,
+        CALL + f"        getattr(self.target_worker.model_runner.model, '{HOSTILE_MEMBER}')()\n",
+    )
+}
+
+
+def test_a_template_compiled_without_the_escaping_is_never_loaded_from_the_cache() -> None:
+    import jinja2
+
+    from tracker.common.cachedir import cache_root
+
+    # What an earlier version of the tool left in the cache: the same template source,
+    # compiled by an environment that printed values as they are.
+    (cache_root() / "templates").mkdir(parents=True)
+    earlier = jinja2.Environment(
+        loader=jinja2.PackageLoader("tracker.render", "templates"),
+        bytecode_cache=jinja2.FileSystemBytecodeCache(str(cache_root() / "templates")),
+        trim_blocks=True,
+        lstrip_blocks=True,
+        keep_trailing_newline=True,
+    )
+    for name in ("short", "site", "link", "call", "code", "block", "prose"):
+        earlier.filters[name] = lambda *args: str(args[0])
+    for name in earlier.list_templates(filter_func=lambda n: "/" not in n):
+        earlier.get_template(name)
+    assert list((cache_root() / "templates").iterdir())
+    built = build(HOSTILE)
+    text = render("interface", "text", interface_document(built.interface, "t", ["EAGLE3"], None))
+    assert "x\\x1b]0;pwned\\x07" in text
+    assert "\x1b" not in text
+
+
+def test_a_template_of_the_users_own_prints_every_value_inert(tmp_path: Path) -> None:
+    (tmp_path / "interface.txt.j2").write_text(
+        "{% for r in doc.requirements %}{{ r.member }}|{% endfor %}\n", encoding="utf-8"
+    )
+    (tmp_path / "interface.md.j2").write_text(
+        "{% for r in doc.requirements %}{{ r.member }} {{ r.member|code }}\n{% endfor %}",
+        encoding="utf-8",
+    )
+    doc = interface_document(build(HOSTILE).interface, "t", ["EAGLE3"], None)
+    options = RenderOptions(template_dir=tmp_path)
+    assert "|x\\x1b]0;pwned\\x07|" in render("interface", "text", doc, options)
+    md = render("interface", "md", doc, options)
+    assert "x\\\\x1b\\]0;pwned\\\\x07 `x\\x1b]0;pwned\\x07`" in md
+
+
+def test_a_column_is_as_wide_as_its_names_are_shown() -> None:
+    import re
+
+    from tracker.render.documents import check_document, site_doc
+
+    built = build(HOSTILE)
+    checks = [
+        c for c in built.compat.checks if c.model == "LlamaForCausalLM" and c.algorithm == "EAGLE3"
+    ]
+    doc = check_document(built.compat, checks, "v1", "v1", "t")
+    doc["requirements"] = {
+        "EAGLE3": {
+            "target": {
+                r.member: [site_doc(s) for s in r.sites]
+                for r in built.interface.requirements
+                if r.algorithm == "EAGLE3" and r.role == "target"
+            }
+        }
+    }
+    doc.update(show_all=True, explain_kinds=False, fix_options="--at v1")
+    rows = [
+        m
+        for line in render("check", "text", doc).split("\n")
+        if (m := re.fullmatch(r"    (missing|defined)  (\S+)\s+(\S.*)", line))
+    ]
+    assert {m.group(2) for m in rows} >= {"get_embed_and_head", "x\\x1b]0;pwned\\x07"}
+    # The column after the names starts at one place, the hostile name's row too.
+    assert len({m.start(3) for m in rows}) == 1, [m.group() for m in rows]

@@ -19,9 +19,10 @@ import click
 
 from tracker import __version__
 from tracker.cli import basics, bisect, models, release, report
-from tracker.cli.options import Failed
+from tracker.cli.options import Failed, say
 from tracker.common.collector import tune_collector
 from tracker.common.errors import TrackerError
+from tracker.render.inert import visible
 
 # --------------------------------------------------------------------------- group
 
@@ -33,7 +34,7 @@ class OneLineUsageError(click.UsageError):
     def show(self, file: Any = None) -> None:
         where = self.ctx.command_path if self.ctx is not None else "tracker"
         message = " ".join(self.format_message().split()).removesuffix(".")
-        click.echo(f"tracker: error: {message} (see {where} --help)", file=file, err=True)
+        click.echo(visible(f"tracker: error: {message} (see {where} --help)"), file=file, err=True)
 
 
 def _one_line(error: click.UsageError) -> click.UsageError:
@@ -94,7 +95,7 @@ class TrackerGroup(click.Group):
         except TrackerError as exc:
             if os.environ.get("TRACKER_DEBUG"):
                 raise
-            click.echo(f"tracker: error: {exc}", err=True)
+            say(f"tracker: error: {exc}")
             ctx.exit(exc.exit_code)
 
 
@@ -122,6 +123,14 @@ for _module in (basics, bisect, models, release, report):
     _module.register(cli)
 
 
+class VisibleFormatter(logging.Formatter):
+    """A logged warning as one visible line, as `say` prints them: it may name a file of the
+    analysed tree."""
+
+    def format(self, record: logging.LogRecord) -> str:
+        return visible(super().format(record))
+
+
 def main(argv: list[str] | None = None) -> None:
     """Entry point: runs the group and maps failures to exit codes and one-line errors."""
     debug = bool(os.environ.get("TRACKER_DEBUG"))
@@ -129,7 +138,7 @@ def main(argv: list[str] | None = None) -> None:
     # Warnings the pipeline logs (a cache it cannot write, a corrupt entry) read like the
     # tool's own: one line, "tracker: warning: ...".
     handler = logging.StreamHandler()
-    handler.setFormatter(logging.Formatter("tracker: warning: %(message)s"))
+    handler.setFormatter(VisibleFormatter("tracker: warning: %(message)s"))
     package_log = logging.getLogger("tracker")
     package_log.addHandler(handler)
     package_log.setLevel(logging.WARNING)
@@ -153,10 +162,9 @@ def main(argv: list[str] | None = None) -> None:
     except Exception as exc:  # never a traceback for users; TRACKER_DEBUG=1 shows it
         if debug:
             raise
-        click.echo(
+        say(
             f"tracker: internal error: {type(exc).__name__}: {exc} "
-            "(set TRACKER_DEBUG=1 for a traceback)",
-            err=True,
+            "(set TRACKER_DEBUG=1 for a traceback)"
         )
         sys.exit(2)
     # Without standalone mode click returns the code of `ctx.exit(...)` instead of exiting.

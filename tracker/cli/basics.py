@@ -15,11 +15,13 @@ from tracker.cli.options import (
     describe_pair,
     describe_snapshot,
     emit,
+    emit_lines,
     flush_warnings,
     format_option,
     note_line,
     rendering_options,
     reverse_option,
+    say,
     snapshot_pair,
     source_options,
 )
@@ -53,14 +55,14 @@ def versions(ws: Workspace, fmt: str) -> None:
             )
         )
     else:
-        emit("".join(f"{n}\n" for n in names))
+        emit_lines(names)
 
 
 @click.command()
 @source_options
 def fetch(ws: Workspace) -> None:
     """Update a cloned repository's tags (git) or the list of releases (pypi)."""
-    click.echo(ws.source.fetch())
+    say(ws.source.fetch(), err=False)
     flush_warnings(ws)
 
 

@@ -7,7 +7,7 @@ from typing import TYPE_CHECKING, Any
 
 import click
 
-from tracker.cli.options import emit, flush_warnings, format_option, source_options
+from tracker.cli.options import emit, flush_warnings, format_option, say, source_options
 from tracker.common.errors import TrackerError
 
 if TYPE_CHECKING:
@@ -36,10 +36,8 @@ def commit_history(ws: Workspace, old: str, new: str, *, progress: bool) -> Comm
     def probe(commit: CommitInfo, status: str) -> None:
         if progress:
             number = next(i for i, c in enumerate(commits) if c.sha == commit.sha)
-            click.echo(
-                f"tracker: bisect: [{number}/{count}] {commit.sha[:10]} {status} "
-                f"«{commit.subject}»",
-                err=True,
+            say(
+                f"tracker: bisect: [{number}/{count}] {commit.sha[:10]} {status} «{commit.subject}»"
             )
 
     return CommitHistory(ws, commits, probe)

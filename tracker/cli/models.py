@@ -14,10 +14,12 @@ from tracker.cli.options import (
     algorithms_option,
     config_option,
     emit,
+    emit_lines,
     flush_warnings,
     format_option,
     note_line,
     rendering_options,
+    say,
     source_options,
     suggest,
     warn_unknown_accepted,
@@ -227,11 +229,10 @@ def _note_unchecked(
         if any(c.model == name for c in selected):
             continue
         entry = entries[name]
-        click.echo(
+        say(
             f"tracker: note: {name} is not checked for {', '.join(algorithms)} in the "
             f"{' or '.join(_kinds(kind))} role (its kind is {entry.kind}: "
-            f"{entry.kind_evidence}); --role checks it in any role",
-            err=True,
+            f"{entry.kind_evidence}); --role checks it in any role"
         )
 
 
@@ -444,9 +445,7 @@ def fix(
     if found is None:
         raise TrackerError(f"{resolved} registers no entry class {model} checked for {name}")
     if found.status == "ok":
-        click.echo(
-            f"tracker: {model} already provides what {name} requires at {resolved}", err=True
-        )
+        say(f"tracker: {model} already provides what {name} requires at {resolved}")
         return
     if found.contract:
         # Exit 2, as for a wrapper with no inner model to delegate to: the patch asked
@@ -462,12 +461,17 @@ def fix(
         raise TrackerError(f"cannot find the class {model} at {resolved}")
     patch = build_patch(analysis.tree, analysis.index, found, key)
     if patch.skipped:
-        click.echo(
+        say(
             f"tracker: warning: no inner model provides {', '.join(patch.skipped)}; "
-            "the patch does not add them",
-            err=True,
+            "the patch does not add them"
         )
-    emit(patch.diff, output)
+    if output is not None:
+        emit(patch.diff, output)  # the patch as it is, to apply
+        return
+    # On stdout each line is made visible: the context lines and signatures are the
+    # version's source, which may hold control characters.
+    lines = patch.diff.split("\n")
+    emit_lines(lines[:-1] if lines[-1] == "" else lines)
 
 
 @click.command()
@@ -539,7 +543,7 @@ def why(
     lines = _why_member_lines(snap, alg, member, reqs) if member is not None else []
     if check is not None:
         lines += _why_model_lines(check, reqs, snap.version)
-    emit("\n".join(lines) + "\n")
+    emit_lines(lines)
 
 
 def _why_member_lines(snap: Any, alg: str, member: str, reqs: list[Any]) -> list[str]:

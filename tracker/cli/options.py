@@ -1,6 +1,11 @@
 """What the commands share: the source, config, format and render options, the
 `--algorithm` option, writing the output, warnings, and the `Failed` signal (exit 1).
 
+Every line the commands print themselves (notes, warnings, progress, `why`) goes through
+`say` or `emit_lines`, which make it one visible line: those lines hold file names, commit
+subjects and member names from the analysed code. A rendered report (`emit`) is made
+inert by its templates.
+
 Public so that every command module (`basics`, `models`, `release`, `report`) uses the same
 option written once.
 """
@@ -15,6 +20,7 @@ from typing import TYPE_CHECKING, Any, TypeVar
 import click
 
 from tracker.common.errors import TrackerError
+from tracker.render.inert import visible
 
 if TYPE_CHECKING:
     from tracker.compare.workspace import Workspace
@@ -109,10 +115,9 @@ def warn_unknown_accepted(ws: Workspace, algorithms: tuple[str, ...]) -> None:
     if ws.accepted is None:
         return
     for entry in ws.accepted.algorithms_unknown(algorithms):
-        click.echo(
+        say(
             f"tracker: warning: {entry.origin} ({entry.model}): no algorithm "
-            f"{entry.algorithm} here ({', '.join(algorithms) or 'none'}); it accepts nothing",
-            err=True,
+            f"{entry.algorithm} here ({', '.join(algorithms) or 'none'}); it accepts nothing"
         )
 
 
@@ -169,6 +174,18 @@ def _workspace(source: str | None, repo: str | None, no_shipped: bool, quiet: bo
     return Workspace(src, feedback=CliFeedback(quiet=quiet), use_shipped=not no_shipped)
 
 
+def say(message: str, err: bool = True) -> None:
+    """One line of the tool's own (a note, a warning, progress), on stderr unless `err` is
+    off, with every control character in it written out: no text it quotes can move the
+    cursor, set the title or start a line of its own."""
+    click.echo(visible(message), err=err)
+
+
+def emit_lines(lines: list[str], output: Path | None = None) -> None:
+    """A command's output built line by line (not by a template), each made visible."""
+    emit("".join(visible(line) + "\n" for line in lines), output)
+
+
 def emit(text: str, output: Path | None = None) -> None:
     if output is None:
         click.echo(text, nl=False)
@@ -179,7 +196,7 @@ def emit(text: str, output: Path | None = None) -> None:
         write_text_atomic(output, text)
     except OSError as exc:  # a full disk or a read-only folder: bad input, not a crash
         raise TrackerError(f"cannot write {output}: {exc.strerror or exc}") from exc
-    click.echo(f"wrote {output}", err=True)
+    say(f"wrote {output}")
 
 
 def note_line(message: str) -> None:
@@ -189,7 +206,7 @@ def note_line(message: str) -> None:
 
 def flush_warnings(ws: Workspace) -> None:
     for w in ws.source.warnings:
-        click.echo(f"tracker: warning: {w}", err=True)
+        say(f"tracker: warning: {w}")
 
 
 def suggest(name: str, known: list[str]) -> str:

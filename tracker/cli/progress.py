@@ -1,4 +1,5 @@
-"""Progress and warnings on the terminal (stderr), quiet when not a TTY or with --quiet."""
+"""Progress and warnings on the terminal (stderr), quiet when not a TTY or with --quiet;
+each line made visible (`say`): a warning may quote a file name from the analysed tree."""
 
 from __future__ import annotations
 
@@ -6,8 +7,7 @@ import sys
 from collections.abc import Callable
 from typing import Any
 
-import click
-
+from tracker.cli.options import say
 from tracker.compare.workspace import Feedback
 
 
@@ -19,10 +19,10 @@ class CliFeedback(Feedback):
 
     def phase(self, message: str) -> None:
         if self.interactive:
-            click.echo(f"tracker: {message}", err=True)
+            say(f"tracker: {message}")
 
     def warn(self, message: str) -> None:
-        click.echo(f"tracker: warning: {message}", err=True)
+        say(f"tracker: warning: {message}")
 
     def progress(self, label: str) -> Callable[[int, int], None] | None:
         if not self.interactive:

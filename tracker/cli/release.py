@@ -27,6 +27,7 @@ from tracker.cli.options import (
     note_line,
     rendering_options,
     reverse_option,
+    say,
     snapshot_pair,
     source_options,
 )
@@ -144,26 +145,20 @@ def issues(
     _note_accepted(accepted_between(a, b, chosen))
     if out_dir is not None:
         DirSink(out_dir, overwrite=True).write(docs)
-        click.echo(
-            f"wrote {len(docs)} issue{'' if len(docs) == 1 else 's'} and issues.json to {out_dir}",
-            err=True,
-        )
+        say(f"wrote {len(docs)} issue{'' if len(docs) == 1 else 's'} and issues.json to {out_dir}")
         return
     if fmt == "json":
         source = describe_snapshot(ws, b, "json")
         emit(document_json(issues_document(docs, a.version, b.version, source)))
         return
     if not docs:
-        click.echo(f"tracker: nothing to file for {a.version} → {b.version}", err=True)
+        say(f"tracker: nothing to file for {a.version} → {b.version}")
     emit(as_markdown(docs))
 
 
 def _note_accepted(changes: list[Change]) -> None:
     for c in changes:
-        click.echo(
-            f"tracker: note: not filed, accepted: {c.subject} · {c.algorithm} ({c.accepted})",
-            err=True,
-        )
+        say(f"tracker: note: not filed, accepted: {c.subject} · {c.algorithm} ({c.accepted})")
 
 
 # -------------------------------------------------------------------------- watch
@@ -246,11 +241,12 @@ def watch(
         path = state_path or _default_state(ws.source.describe(), sink.destination)
 
         def note(message: str) -> None:
-            click.echo(f"tracker: {message}", err=True)
+            say(f"tracker: {message}")
 
         def report(outcome: ReleaseOutcome) -> None:
             if fmt == "text":
-                click.echo(_outcome_text(outcome, sink.destination if dry_run else None))
+                for line in _outcome_lines(outcome, sink.destination if dry_run else None):
+                    say(line, err=False)
 
         result = run_watch(
             ws,
@@ -268,7 +264,7 @@ def watch(
     if fmt == "json":
         emit(_watch_json(ws, sink, result))
     elif not result.recorded_only:
-        click.echo(_watch_summary(result, dry_run))
+        say(_watch_summary(result, dry_run), err=False)
 
 
 def _watch_sink(
@@ -333,8 +329,9 @@ def _default_state(source: str, destination: str) -> Path:
     return cache_root() / "watch" / f"{slug[-150:]}.json"
 
 
-def _outcome_text(outcome: ReleaseOutcome, dry_run_on: str | None = None) -> str:
-    """One release's outcome; `dry_run_on` (the destination) says what would be done."""
+def _outcome_lines(outcome: ReleaseOutcome, dry_run_on: str | None = None) -> list[str]:
+    """One release's outcome, line by line (each is printed as one line, whatever the
+    titles and reasons hold); `dry_run_on` (the destination) says what would be done."""
     if dry_run_on is None:
         filed, closed = "filed", "closed"
     else:
@@ -345,20 +342,20 @@ def _outcome_text(outcome: ReleaseOutcome, dry_run_on: str | None = None) -> str
         f"{len(outcome.existing)} already filed · {len(outcome.closed)} {closed}"
     ]
     if dry_run_on is None:
-        lines += [f"  + {doc.title}\n      {ref}" for doc, ref in outcome.filed]
+        for doc, ref in outcome.filed:
+            lines += [f"  + {doc.title}", f"      {ref}"]
         lines += [f"  ✓ closed {t.ref}: {reason}" for t, reason in outcome.closed]
     else:
         action = "comment on and close" if dry_run_on.startswith("github:") else "close"
-        lines += [
-            f"  + would file on {dry_run_on}: {doc.title}\n      labels: {', '.join(doc.labels)}"
-            for doc, _ in outcome.filed
-        ]
+        for doc, _ in outcome.filed:
+            lines += [f"  + would file on {dry_run_on}: {doc.title}"]
+            lines += [f"      labels: {', '.join(doc.labels)}"]
         lines += [f"  ✓ would {action} {t.ref}: {reason}" for t, reason in outcome.closed]
     lines += [
         f"  · not filed, accepted: {c.subject} · {c.algorithm} ({c.accepted})"
         for c in outcome.accepted
     ]
-    return "\n".join(lines)
+    return lines
 
 
 # ------------------------------------------------------------------------- triage
@@ -411,10 +408,7 @@ def triage(
     error = parse_error(text)
     src, resolved, origin = _triage_version(ws, version, text)
     if origin != "--at":
-        click.echo(
-            f"tracker: note: reading sglang {resolved} ({origin}); --at VERSION picks another",
-            err=True,
-        )
+        say(f"tracker: note: reading sglang {resolved} ({origin}); --at VERSION picks another")
     snap = ws.snapshot_of(src, resolved)
     chosen = pick_algorithms(
         snap.interface.algorithms, algorithms, aliases=snap.interface.aliases, note=note_line

@@ -20,6 +20,7 @@ from tracker.cli.options import (
     flush_warnings,
     note_line,
     rendering_options,
+    say,
     source_options,
 )
 from tracker.common.errors import TrackerError
@@ -101,13 +102,12 @@ def report(
     written = write_report(doc, output, options)
     flush_warnings(ws)
     for note in written.notes:
-        click.echo(f"tracker: note: {note}; used the built-in layout", err=True)
+        say(f"tracker: note: {note}; used the built-in layout")
     models = max((len(a["rows"]) for a in doc["algorithms"]), default=0)
-    click.echo(
+    say(
         f"wrote {written.index} ({', '.join(chosen)} · {models} models × "
         f"{len(doc['versions'])} versions · {len(written.graphs)} call graphs · "
-        f"{written.bytes // 1024} KiB)",
-        err=True,
+        f"{written.bytes // 1024} KiB)"
     )
 
 
@@ -163,7 +163,7 @@ def graph(
         (role,) if role else ROLES,
     )
     if not found.graph["workers"]:
-        click.echo(f"tracker: note: no worker class found for {name} at {resolved}", err=True)
+        say(f"tracker: note: no worker class found for {name} at {resolved}")
     flush_warnings(ws)
     if fmt == "json":
         emit(document_json(graph_document(found)), output)

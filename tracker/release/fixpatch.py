@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import builtins
 import difflib
+import keyword
 import re
 from dataclasses import dataclass
 
@@ -35,6 +36,10 @@ def build_patch(tree: VersionTree, index: VersionIndex, check: ModelCheck, class
     chosen: dict[str, Delegation] = {}
     for d in check.delegations:
         chosen.setdefault(d.member, d)  # first inner model in attribute order
+    # A member named by a string (`getattr(model, "...")`) may be no Python name at all:
+    # no method can be written for it.
+    for member in [m for m in chosen if not m.isidentifier() or keyword.iskeyword(m)]:
+        del chosen[member]
     skipped = tuple(m for m in check.missing if m not in chosen)
     if not chosen:
         raise TrackerError(
@@ -43,7 +48,7 @@ def build_patch(tree: VersionTree, index: VersionIndex, check: ModelCheck, class
         )
     info = index.classes[class_key]
     source = tree.read(info.path)
-    lines = source.decode("utf-8").splitlines(keepends=True)
+    lines = _lines(source.decode("utf-8"))
     indent = _body_indent(lines, info.facts.line, info.facts.end_line)
     blocks = []
     for member in sorted(chosen):
@@ -58,12 +63,44 @@ def build_patch(tree: VersionTree, index: VersionIndex, check: ModelCheck, class
     diff = "".join(
         difflib.unified_diff(
             lines,
-            "".join(new_lines).splitlines(keepends=True),
-            fromfile=f"a/{info.path}",
-            tofile=f"b/{info.path}",
+            _lines("".join(new_lines)),
+            fromfile=_diff_path("a/" + info.path),
+            tofile=_diff_path("b/" + info.path),
         )
     )
     return Patch(info.path, diff, tuple(sorted(chosen)), skipped)
+
+
+# The bytes git writes as C escapes in a quoted path (the rest of a byte < 0x20 or >= 0x7f
+# as three octal digits), as `git diff` does with core.quotePath on.
+_C_ESCAPES = {7: "\\a", 8: "\\b", 9: "\\t", 10: "\\n", 11: "\\v", 12: "\\f", 13: "\\r"}
+
+
+def _diff_path(path: str) -> str:
+    """A path for a diff header as git writes it: quoted, with C escapes, when it holds a
+    control character, a quote, a backslash or a byte outside ASCII. `git apply` reads it
+    back, and the header holds no character a terminal would act on."""
+    data = path.encode("utf-8", "surrogateescape")
+    if all(0x20 <= b < 0x7F and b not in b'"\\' for b in data):
+        return path
+    out = []
+    for b in data:
+        if b in b'"\\':
+            out.append("\\" + chr(b))
+        elif b in _C_ESCAPES:
+            out.append(_C_ESCAPES[b])
+        elif b < 0x20 or b >= 0x7F:
+            out.append(f"\\{b:03o}")
+        else:
+            out.append(chr(b))
+    return '"' + "".join(out) + '"'
+
+
+def _lines(text: str) -> list[str]:
+    """`text` split after each newline, as Python and the parser count lines: a form feed
+    or a line separator in a file is no line break (str.splitlines would make it one and
+    put the new members at the wrong line)."""
+    return re.findall(r"[^\n]*\n|[^\n]+$", text)
 
 
 def _body_indent(lines: list[str], start: int, end: int) -> str:

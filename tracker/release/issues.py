@@ -6,6 +6,12 @@ model or member, the version it happened in), never of its wording, so reworded 
 a rerun after a crash, or a second machine all recognise an issue already filed. The facts
 behind the fingerprint travel in the body as HTML comments; that is how a later release can
 tell that an open issue is fixed.
+
+The markers are the first lines of a body, each a line of its own, and only such a line is
+read as one: the rest of the body quotes text from the analysed code (a member named
+`x<!-- sglang-tracker:fingerprint=... -->`), which the markdown renderer keeps on its line
+and whose `<` it writes as an entity. The report's JSON has no `<`, `>` or `&` either, so
+nothing it holds can end its comment early.
 """
 
 from __future__ import annotations
@@ -16,6 +22,7 @@ import re
 from collections.abc import Callable, Container, Sequence
 from dataclasses import asdict, dataclass
 from typing import Any, Protocol
+from urllib.parse import quote
 
 from tracker.analysis.compat import Compat, Delegation, ModelCheck, natural_role
 from tracker.analysis.contract import ContractRule
@@ -25,6 +32,7 @@ from tracker.common.errors import TrackerError
 from tracker.compare.changes import ChangeKind, ModelEvent
 from tracker.compare.diff import Change, Diff, rank
 from tracker.render.documents import RenderOptions, check_doc, finding_doc, render, requirement_doc
+from tracker.render.inert import issue_title, json_text, md_code, md_prose, md_text
 from tracker.sources.base import VersionTree
 
 SCHEMA = "sglang-tracker/issues@1"
@@ -40,8 +48,10 @@ MEMBER_KINDS = frozenset(k for k in ChangeKind if k.issue is not None and k.area
 # Reports a later release can resolve; a removed member is news, not something to fix.
 CLOSABLE_KINDS = frozenset(k for k in ChangeKind if k.issue is not None and k.issue.closable)
 
-_FINGERPRINT = re.compile(r"<!--\s*sglang-tracker:fingerprint=([0-9a-f]{16,64})\s*-->")
-_REPORT = re.compile(r"<!--\s*sglang-tracker:report=(\{.*?\})\s*-->", re.DOTALL)
+_FINGERPRINT = re.compile(
+    r"^<!--\s*sglang-tracker:fingerprint=([0-9a-f]{16,64})\s*-->\r?$", re.MULTILINE
+)
+_REPORT = re.compile(r"^<!--\s*sglang-tracker:report=(\{.*\})\s*-->\r?$", re.MULTILINE)
 
 
 @dataclass(frozen=True)
@@ -106,7 +116,12 @@ def fingerprint_marker(fingerprint: str) -> str:
 
 
 def report_marker(report: IssueFacts) -> str:
-    return f"<!-- sglang-tracker:report={json.dumps(report.to_dict(), sort_keys=True)} -->"
+    # ASCII JSON on one line, with `<`, `>` and `&` as \u escapes: the subject (a member
+    # name) can neither end the comment nor start another.
+    facts = json.dumps(report.to_dict(), sort_keys=True)
+    for char in "<>&":
+        facts = facts.replace(char, f"\\u{ord(char):04x}")
+    return f"<!-- sglang-tracker:report={facts} -->"
 
 
 def fingerprint_in(body: str | None) -> str | None:
@@ -268,10 +283,11 @@ def _issue(
         if marker not in body:
             body = marker + "\n" + body
     if len(body) > BODY_MAX:
-        body = (
-            body[: BODY_MAX - 200] + "\n\n… (cut to fit a GitHub issue; `tracker diff "
-            f"{report.previous} {report.version} -a {report.algorithm}` has the rest)\n"
-        )
+        # Cut at the end of a line: a code span cut in two would leave what followed its
+        # opening backticks to render as markdown.
+        kept = body[: body.rfind("\n", 0, BODY_MAX - 300) + 1]
+        command = md_code(f"tracker diff {report.previous} {report.version} -a {report.algorithm}")
+        body = f"{kept}\n… (cut to fit a GitHub issue; {command} has the rest)\n"
     return IssueDoc(report, doc["title"], tuple(doc["labels"]), body)
 
 
@@ -297,14 +313,16 @@ def _title(report: IssueFacts, doc: dict[str, Any]) -> str:
         )
         hint = f"; its self.{doc['delegation_attributes'][0]} provides {what}"
     title = kind.issue.contract_title if broken and kind.issue.contract_title else kind.issue.title
-    return title.format(
-        algorithm=report.algorithm,
-        subject=report.subject,
-        role=report.role,
-        version=report.version,
-        missing=missing,
-        hint=hint,
-        broken=broken,
+    return issue_title(
+        title.format(
+            algorithm=report.algorithm,
+            subject=report.subject,
+            role=report.role,
+            version=report.version,
+            missing=missing,
+            hint=hint,
+            broken=broken,
+        )
     )
 
 
@@ -496,15 +514,17 @@ def fixed_reason(report: IssueFacts, interface: Interface, compat: Compat) -> st
 
 
 def fixed_comment(report: IssueFacts, version: str, reason: str) -> str:
+    """The comment that closes an issue (markdown; `reason` is fixed_reason's sentence)."""
     return (
-        f"{closed_marker(version)}\nFixed in **{version}**: {reason}\n\n"
-        f"Closed by sglang-tracker (this issue reported {report.kind} for "
-        f"{report.algorithm} at {report.version}).\n"
+        f"{closed_marker(version)}\nFixed in **{md_text(version)}**: {md_prose(reason)}\n\n"
+        f"Closed by sglang-tracker (this issue reported {md_text(report.kind)} for "
+        f"{md_text(report.algorithm)} at {md_text(report.version)}).\n"
     )
 
 
 def closed_marker(version: str) -> str:
-    return f"<!-- sglang-tracker:fixed-in={version} -->"
+    # A tag may hold `>` (git allows it): percent-encoded, it cannot end the comment.
+    return f"<!-- sglang-tracker:fixed-in={quote(version, safe='+')} -->"
 
 
 # ----------------------------------------------------------------------- output
@@ -525,7 +545,7 @@ def front_matter(issue: IssueDoc) -> str:
     are valid YAML), then the body."""
     return (
         "---\n"
-        f"title: {json.dumps(issue.title, ensure_ascii=False)}\n"
+        f"title: {json_text(json.dumps(issue.title, ensure_ascii=False))}\n"
         f"labels: {json.dumps(list(issue.labels))}\n"
         f"fingerprint: {issue.fingerprint}\n"
         "---\n" + issue.body

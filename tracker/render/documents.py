@@ -29,11 +29,23 @@ from tracker.compare.snapshot import field_doc as field_doc
 from tracker.compare.snapshot import provision_doc as provision_doc
 from tracker.compare.snapshot import requirement_doc as requirement_doc
 from tracker.compare.snapshot import site_doc as site_doc
+from tracker.render.inert import (
+    json_text,
+    md_block,
+    md_code,
+    md_prose,
+    md_text,
+    md_url_part,
+    visible,
+)
 from tracker.sources.base import SRT_PREFIX
 
 log = logging.getLogger(__name__)
 
 DEFAULT_LINK = "https://github.com/sgl-project/sglang/blob/{tag}/{path}#L{line}"
+# What the compiled templates in the cache depend on besides their source: entries compiled
+# with other environment options are never loaded.
+COMPILED_AS = "autoescape,finalize"
 FORMATS = ("text", "md", "json")
 
 
@@ -226,7 +238,7 @@ def check_document(
 
 
 def document_json(doc: dict[str, Any]) -> str:
-    return json.dumps(doc, indent=2, sort_keys=False, ensure_ascii=False) + "\n"
+    return json_text(json.dumps(doc, indent=2, sort_keys=False, ensure_ascii=False)) + "\n"
 
 
 def render(
@@ -238,7 +250,7 @@ def render(
     import jinja2
 
     options = options or RenderOptions()
-    env = _environment(options)
+    env = _environment(options, fmt)
     suffix = "md" if fmt == "md" else "txt"
     name = f"{template}.{suffix}.j2"
     try:
@@ -260,8 +272,20 @@ def _template_file(env: Any, name: str) -> str:
         return name
 
 
-def _environment(options: RenderOptions) -> Any:
+def _environment(options: RenderOptions, fmt: str) -> Any:
+    """The templates' environment for text or markdown. Every value a template prints
+    (`{{ ... }}`) is made inert for that output by `finalize` (tracker.render.inert): the
+    documents carry text from the analysed code and git, and no template has to remember
+    it. What a filter below returns, or a macro, is already inert (Markup) and printed as
+    it is; autoescape is on only so that jinja2 keeps that mark, never for HTML."""
     import jinja2
+    from markupsafe import Markup
+
+    text = fmt != "md"
+    inert = visible if text else md_text
+
+    def finalize(value: Any) -> Markup:
+        return value if isinstance(value, Markup) else Markup(inert(str(value)))
 
     loaders: list[jinja2.BaseLoader] = []
     if options.template_dir is not None:
@@ -273,18 +297,41 @@ def _environment(options: RenderOptions) -> Any:
         trim_blocks=True,
         lstrip_blocks=True,
         keep_trailing_newline=True,
-        autoescape=False,  # plain text and markdown, never HTML
+        autoescape=True,
+        finalize=finalize,
         bytecode_cache=_template_cache(),
     )
     env.filters["short"] = short_path
     env.filters["site"] = lambda s: f"{short_path(s['path'])}:{s['line']}"
-    env.filters["link"] = lambda s, tag: options.link_pattern.format(
-        tag=tag, path=s["path"], line=s["line"]
-    )
+    env.filters["link"] = lambda s, tag: Markup(_link(options.link_pattern, s, tag, text))
     env.filters["call"] = _call_text
+    # A code span (markdown) and a block of lines (a fenced code block in markdown).
+    env.filters["code"] = lambda v, in_table=False: Markup(
+        visible(str(v)) if text else md_code(str(v), in_table)
+    )
+    env.filters["block"] = lambda v, info="": Markup(
+        "\n".join(visible(line) for line in str(v).split("\n")) if text else md_block(str(v), info)
+    )
+    if text:
+        # Columns are as wide as what is shown: a name is measured and padded once its
+        # hidden characters are written out.
+        env.filters["length"] = lambda v: len(visible(v)) if isinstance(v, str) else len(v)
+        env.filters["format"] = lambda pattern, *args: Markup(
+            str(pattern) % tuple(visible(a) if isinstance(a, str) else a for a in args)
+        )
+    # A sentence with `names` in backticks: code spans in markdown.
+    env.filters["prose"] = lambda v: Markup(visible(str(v)) if text else md_prose(str(v)))
     # Kept for templates of earlier versions; the built-in ones say `c.kind.model_event`.
     env.tests["model_event"] = lambda kind: kind in kinds_where(model_event=True)
     return env
+
+
+def _link(pattern: str, site: dict[str, Any], tag: str, text: bool) -> str:
+    """A site's URL. In markdown the path and tag are percent-encoded: a space or a
+    parenthesis in a file name would end the link, and the rest of it would render."""
+    if text:
+        return visible(pattern.format(tag=tag, path=site["path"], line=site["line"]))
+    return pattern.format(tag=md_url_part(tag), path=md_url_part(site["path"]), line=site["line"])
 
 
 def _template_cache() -> Any:
@@ -314,6 +361,11 @@ def _tolerant_cache() -> Any:
 
     class TolerantBytecodeCache(jinja2.FileSystemBytecodeCache):
         warned = False  # once per report, not once per template it includes
+
+        def get_cache_key(self, name: str, filename: str | None = None) -> str:
+            # The compiled code depends on the environment's options as well as on the
+            # source: code compiled without `finalize` would print untrusted text raw.
+            return super().get_cache_key(f"{COMPILED_AS}|{name}", filename)
 
         def dump_bytecode(self, bucket: jinja2.bccache.Bucket) -> None:
             try:

@@ -5,6 +5,7 @@ from __future__ import annotations
 from typing import Any
 
 from tracker.extract.facts import Assign, Context, ModuleFacts
+from tracker.render.inert import visible
 
 
 def _context(ctx: Context) -> dict[str, Any]:
@@ -81,7 +82,8 @@ def facts_text(facts: ModuleFacts, version: str) -> str:
         )
         target = f"{call.receiver}.{call.name}" if call.receiver else call.name
         lines.append(f"call {target}({', '.join(call.args)})  :{call.line} in {where}{cond}")
-    return "\n".join(lines) + "\n"
+    # One line per fact, whatever the file's names and strings hold (tracker.render.inert).
+    return "".join(visible(line) + "\n" for line in lines)
 
 
 def _value_text(a: Assign) -> str:

@@ -23,6 +23,7 @@ from tracker.analysis.callgraph import CallGraph
 from tracker.analysis.index import VersionIndex, key
 from tracker.analysis.interface import Interface, Requirement, Site
 from tracker.analysis.roles import load_rules
+from tracker.render.inert import visible
 
 if TYPE_CHECKING:
     import networkx as nx
@@ -166,9 +167,21 @@ def to_graphml(graph: nx.DiGraph) -> str:
 
     import networkx
 
+    # XML 1.0 cannot hold a control character, escaped or not: names from the analysed
+    # code have theirs written out (`\\x1b`), as every other output shows them.
+    clean = networkx.DiGraph()
+    clean.graph.update({k: _shown(v) for k, v in graph.graph.items()})
+    for node, attrs in graph.nodes(data=True):
+        clean.add_node(_shown(node), **{k: _shown(v) for k, v in attrs.items()})
+    for a, b, attrs in graph.edges(data=True):
+        clean.add_edge(_shown(a), _shown(b), **{k: _shown(v) for k, v in attrs.items()})
     out = io.BytesIO()
-    networkx.write_graphml(graph, out, encoding="utf-8", prettyprint=True)
+    networkx.write_graphml(clean, out, encoding="utf-8", prettyprint=True)
     return out.getvalue().decode("utf-8").rstrip("\n") + "\n"
+
+
+def _shown(value: Any) -> Any:
+    return visible(value) if isinstance(value, str) else value
 
 
 # Fill and outline per node kind (the report's palette: workers blue, target orange,
@@ -236,6 +249,12 @@ def _attr_list(attrs: dict[str, Any]) -> str:
 
 
 def _q(text: str) -> str:
-    """A DOT double-quoted string: quotes and backslashes escaped, newlines as `\\n`."""
-    escaped = text.replace("\\", "\\\\").replace('"', '\\"').replace("\n", "\\n")
-    return f'"{escaped}"'
+    """A DOT double-quoted string: quotes and backslashes escaped, the tool's own line
+    breaks as `\\n`, and every other control character written out (`\\x1b`, shown as
+    text): names from the analysed code reach the terminal and graphviz alike."""
+    lines = [visible(line) for line in text.split("\n")]
+    return '"' + "\\n".join(_dot_escape(line) for line in lines) + '"'
+
+
+def _dot_escape(text: str) -> str:
+    return text.replace("\\", "\\\\").replace('"', '\\"')

@@ -1,6 +1,10 @@
 """`tracker check --format sarif`: broken wrappers as SARIF 2.1.0 results, located at the
 sites that need the missing members, with the wrapper's file as a related location; a
-broken aux-hidden-state contract at its first site, with the others related."""
+broken aux-hidden-state contract at its first site, with the others related.
+
+Messages and justifications quote the analysed code (member names, its source text):
+they are made inert for SARIF viewers (tracker.render.inert), which read brackets as links
+and braces as placeholders, and print control characters raw."""
 
 from __future__ import annotations
 
@@ -8,6 +12,7 @@ from typing import Any
 
 from tracker import __version__
 from tracker.render.documents import RenderOptions
+from tracker.render.inert import sarif_text, visible
 
 RULES = {
     "model_wrapper_missing_member": "A model wrapper lacks a member a speculative algorithm "
@@ -31,7 +36,11 @@ def _suppression(c: dict[str, Any]) -> dict[str, Any]:
     # it, do not alert"; code scanning lists it as suppressed.
     return {
         "suppressions": [
-            {"kind": "external", "status": "accepted", "justification": c["accepted"]["reason"]}
+            {
+                "kind": "external",
+                "status": "accepted",
+                "justification": visible(c["accepted"]["reason"]),
+            }
         ]
     }
 
@@ -45,8 +54,10 @@ def _results(c: dict[str, Any], sites: dict[str, Any], version: str) -> list[dic
                 "ruleId": "model_wrapper_missing_member",
                 "level": "error",
                 "message": {
-                    "text": f"{c['model']} lacks {member}, which {c['algorithm']} "
-                    f"requires of the {c['role']} model"
+                    "text": sarif_text(
+                        f"{c['model']} lacks {member}, which {c['algorithm']} "
+                        f"requires of the {c['role']} model"
+                    )
                 },
                 "locations": locations or [_location(c["path"])],
                 "relatedLocations": [_location(c["path"])],
@@ -66,8 +77,10 @@ def _results(c: dict[str, Any], sites: dict[str, Any], version: str) -> list[dic
                 "ruleId": "model_wrapper_contract_broken",
                 "level": "error",
                 "message": {
-                    "text": f"{c['model']} breaks {c['algorithm']}'s aux-hidden-state "
-                    f"contract: {f['text']}"
+                    "text": sarif_text(
+                        f"{c['model']} breaks {c['algorithm']}'s aux-hidden-state "
+                        f"contract: {f['text']}"
+                    )
                 },
                 "locations": [_location(first["path"], first["line"])],
                 "relatedLocations": [_location(s["path"], s["line"]) for s in rest]

@@ -287,19 +287,24 @@ class GitSource(Source):
         assert old_sha is not None and new_sha is not None
         if old_sha == new_sha:
             raise SourceError(f"{old} and {new} are the same commit: nothing between them")
-        # One call: every commit's id, first parent, author, date and subject.
+        # One call: every commit's id, first parent, author, date and subject, each field
+        # ended by a NUL (`-z` ends each commit with one too). A subject holds any
+        # character but NUL, line separators and carriage returns included, so nothing
+        # else can split them.
         fmt = "--format=%H%x00%P%x00%an%x00%aI%x00%s"
-        listing = self._git("log", "--first-parent", "--reverse", fmt, f"{old_sha}..{new_sha}")
-        rows = [line.split("\0") for line in listing.splitlines() if line]
+        listing = self._git(
+            "log", "-z", "--first-parent", "--reverse", fmt, f"{old_sha}..{new_sha}"
+        )
+        rows = _commit_rows(listing)
         if not rows or (rows[0][1].split() or [""])[0] != old_sha:
             raise SourceError(
                 f"{old} is not an ancestor of {new} on its first-parent path "
                 "(bisect needs OLD..NEW to be one line of history)"
             )
-        head = self._git("log", "-1", fmt, old_sha).rstrip("\n").split("\0")
+        head = _commit_rows(self._git("log", "-z", "-1", fmt, old_sha))
         return [
             CommitInfo(sha, author, date, subject)
-            for sha, _, author, date, subject in [head, *rows]
+            for sha, _, author, date, subject in [*head, *rows]
         ]
 
     # -- helpers ------------------------------------------------------------------------------
@@ -416,16 +421,28 @@ class GitSource(Source):
     def _git(self, *args: str, stdin: str | None = None) -> str:
         result = subprocess.run(
             ["git", "--git-dir", self.repo.git_dir, *args],
-            input=stdin,
+            input=stdin.encode() if stdin is not None else None,
             capture_output=True,
-            text=True,
             check=False,
         )
+        # Decoded by hand: text mode would turn a carriage return in a file name or a
+        # commit subject into a newline, and fail on bytes that are not UTF-8.
         if result.returncode != 0:
-            reason = _reason(result.stderr) or f"exit status {result.returncode}"
+            stderr = result.stderr.decode("utf-8", "replace")
+            reason = _reason(stderr) or f"exit status {result.returncode}"
             command = next((a for a in args if not a.startswith("-") and "=" not in a), "")
             raise SourceError(f"git {command} failed in {self.location}: {reason}")
-        return result.stdout
+        return result.stdout.decode("utf-8", "replace")
+
+
+def _commit_rows(listing: str) -> list[list[str]]:
+    """`git log -z` with five NUL-ended fields per commit, as one list per commit."""
+    fields = listing.split("\0")
+    if fields and fields[-1] in ("", "\n"):
+        fields.pop()
+    if len(fields) % 5:
+        raise SourceError(f"git log gave {len(fields)} fields, not five per commit")
+    return [fields[i : i + 5] for i in range(0, len(fields), 5)]
 
 
 def _last_line(error: Exception) -> str:

@@ -6,12 +6,13 @@ from __future__ import annotations
 import re
 import subprocess
 
+from tracker.render.inert import visible
 from tracker.render.report.graph import CallGraphView, style_of
 
 
 def dot_source(view: CallGraphView) -> str:
     def q(text: str) -> str:
-        return '"' + text.replace("\\", "\\\\").replace('"', '\\"').replace("\n", "\\n") + '"'
+        return '"' + "\\n".join(_dot_text(line) for line in text.split("\n")) + '"'
 
     lines = [
         "digraph callgraph {",
@@ -48,7 +49,9 @@ def dot_source(view: CallGraphView) -> str:
 
 
 def _dot_text(text: str) -> str:
-    return text.replace("\\", "\\\\").replace('"', '\\"')
+    """One line of a DOT string: quoted, and with every control character written out
+    (`\\x1b`): graphviz would copy one into the SVG, which XML cannot hold."""
+    return visible(text).replace("\\", "\\\\").replace('"', '\\"')
 
 
 def svg_dot(view: CallGraphView, prefix: str, dot: str) -> str:

@@ -3,10 +3,10 @@ rows by call depth, ordered to avoid crossings, every node and member line a lin
 
 from __future__ import annotations
 
-import html
 from collections import defaultdict, deque
 from collections.abc import Mapping
 
+from tracker.render.inert import xml_text
 from tracker.render.report.graph import CallGraphView, GraphNode, style_of
 
 # DejaVu Sans Mono advances 0.602em: character widths at the sizes used below.
@@ -183,4 +183,6 @@ def _svg_node(node: GraphNode, at: tuple[float, float, float, float]) -> str:
 
 
 def _xml(text: str) -> str:
-    return html.escape(text, quote=True)
+    # Escaped, and well-formed XML whatever a name holds (tracker.render.inert); the
+    # tooltips' own line breaks stay.
+    return xml_text(text, keep_newlines=True)
