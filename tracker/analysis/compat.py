@@ -48,6 +48,11 @@ class Delegation:
     inner_class: str  # "DeepseekV3ForCausalLM"
     inner_key: str  # index key of the inner class
     provided_by: str  # class (in the inner class's MRO) that defines the member
+    # The other classes the attribute may hold (other branches of `__init__` build them):
+    # those that provide the member too, and those that lack it (a delegating patch still
+    # fails for checkpoints that build one of these).
+    also: tuple[str, ...] = ()
+    lacking: tuple[str, ...] = ()
 
 
 @dataclass(frozen=True)
@@ -317,20 +322,39 @@ def delegations(index: VersionIndex, cls: str, member: str) -> list[Delegation]:
 
 
 def _delegations(index: VersionIndex, cls: str, member: str) -> list[Delegation]:
+    """One per attribute whose classes (any branch may build one) include one that
+    provides `member`: the first such class, the others that do, and those that do not."""
     found: list[Delegation] = []
-    seen: set[tuple[str, str]] = set()
+    seen: set[str] = set()
     for c in index.mro(cls)[0]:
         info = index.classes[c]
         for attr in sorted(set(info.attr_constructors) | set(info.attr_annotations)):
-            for inner in sorted(index.attr_types(cls, attr)):
-                if inner == cls or (attr, inner) in seen:
-                    continue
-                seen.add((attr, inner))
+            if attr in seen:
+                continue
+            seen.add(attr)
+            inners = [k for k in sorted(index.attr_types(cls, attr)) if k != cls]
+            having: list[tuple[str, Provision]] = []
+            lacking: list[str] = []
+            for inner in inners:
                 prov = provision(index, inner, member)
                 if prov.how in ("defined", "inherited", "attribute"):
-                    found.append(
-                        Delegation(member, attr, index.classes[inner].name, inner, prov.where)
-                    )
+                    having.append((inner, prov))
+                elif prov.how == "missing":
+                    lacking.append(index.classes[inner].name)
+            if not having:
+                continue
+            (first, prov), *others = having
+            found.append(
+                Delegation(
+                    member,
+                    attr,
+                    index.classes[first].name,
+                    first,
+                    prov.where,
+                    tuple(index.classes[k].name for k, _ in others),
+                    tuple(sorted(set(lacking))),
+                )
+            )
     return found
 
 

@@ -505,21 +505,31 @@ class Flow:
         return EMPTY
 
     def _unbound_param(self, function: str, fn: FunctionDef, name: str) -> Value:
-        """A parameter no caller bound: its annotated SGLang class, or its literal default
-        (the scheduler builds the target TpModelWorker without `is_draft_worker`)."""
+        """A parameter no caller bound: a class or function its default names, its literal
+        default (the scheduler builds the target TpModelWorker without `is_draft_worker`),
+        or an instance of its annotated SGLang class (`type[X]`: the class X)."""
+        module, scope = split_key(function)
         for p in fn.params:
             if p.name != name:
                 continue
-            if p.annotation:
-                module, scope = split_key(function)
-                for text in _annotation_names(p.annotation):
-                    res = self.index.resolve_class(module, text, scope)
-                    if res.symbol is not None:
-                        return Value(objs=frozenset({Obj(res.symbol)}))
             if p.default is not None:
                 literal = literal_of(p.default)
                 if literal is not None:
-                    return Value(literal=literal)
+                    return Value(literal=literal, nullable=literal == "None")
+                found = self.index.resolve_name(module, p.default.strip(), scope)
+                if found is not None and found in self.index.classes:
+                    return Value(classes=frozenset({found}))
+                if found is not None and found in self.index.functions:
+                    return Value(functions=frozenset({found}))
+            if p.annotation:
+                text = p.annotation.strip()
+                as_class = re.fullmatch(r"(?:typing\.)?[Tt]ype\[(.+)\]", text)
+                for candidate in _annotation_names(as_class.group(1) if as_class else text):
+                    res = self.index.resolve_class(module, candidate, scope)
+                    if res.symbol is not None:
+                        if as_class:
+                            return Value(classes=frozenset({res.symbol}))
+                        return Value(objs=frozenset({Obj(res.symbol)}))
         return EMPTY
 
     def _local(self, frame: Frame, name: str, line: int) -> Value | None:

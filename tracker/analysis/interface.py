@@ -120,6 +120,9 @@ class _Binding:
 
 
 _SIMPLE_EXPR = re.compile(r"[A-Za-z_][\w.\[\]()*]*")
+# A receiver that reads as a model object (`self.draft_model`, `target_model`, `model`):
+# when nothing follows it to the target or the draft, the interface says so.
+_MODEL_NAME = re.compile(r"(^|[._])(draft_|target_)?model$")
 
 
 class _Reachability:
@@ -483,6 +486,9 @@ class _Collector:
         self.outputs: dict[tuple[str, str, str], list[Site]] = defaultdict(list)
         self.configs: dict[tuple[str, str, str], list[Site]] = defaultdict(list)
         self.raises: dict[tuple[str, str, str], str] = {}
+        # Receivers named like a model that neither the data flow nor the rules follow to
+        # the target or the draft: (receiver, function) -> first line.
+        self.untyped: dict[tuple[str, str], int] = {}
 
     def member(
         self,
@@ -616,6 +622,10 @@ class _Collector:
         ruled = an.role_of(module, scope, line, receiver, name)
         if ruled is not None:
             out.append((ruled[0], ruled[1], ruled[2], frozenset(flowed)))
+        elif not out and _MODEL_NAME.search(receiver) and module not in an.runner_modules:
+            fn = key(module, scope)
+            if an.reached_by.get(fn):
+                self.untyped.setdefault((receiver, fn), line)
         return out
 
     def raised(self, module: str, path: str, call: Call) -> None:
@@ -967,6 +977,14 @@ def build_interface(version: str, index: VersionIndex, rules: RoleRules | None =
                 f"{version}: {algorithm} requires no target-model member: its workers "
                 f"({workers}) use none, or the role rules do not know their receivers"
             )
+    for (receiver, fn), line in sorted(collect.untyped.items()):
+        module, scope = split_key(fn)
+        where = f"{index.modules[module].path.removeprefix('python/sglang/srt/')}:{line}"
+        algorithms = ", ".join(sorted(an.reached_by.get(fn, ())))
+        interface.warnings.append(
+            f"{version}: {algorithms}: the receiver {receiver} at {where} (in {scope}) is not "
+            "followed to the target or the draft model: what it is asked is not counted"
+        )
     if not any(r.role == "target" for r in interface.requirements):
         interface.warnings.append(f"{version}: no receiver of the role rules matched anywhere")
     interface.draft_classes = draft_classes(index, algos, rules.draft_models.draft_model_flag)

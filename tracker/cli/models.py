@@ -427,7 +427,11 @@ def fix(
     ws: Workspace,
 ) -> None:
     """A unified diff that adds to MODEL the members its inner model provides and the
-    algorithm requires (apply with `git apply` or `patch -p1`)."""
+    algorithm requires (apply with `git apply` or `patch -p1`).
+
+    Exits 1 when the patch leaves the class broken: a member no inner model provides, or an
+    inner attribute that another branch of `__init__` fills with a class lacking the member
+    (the lines on stderr say which)."""
     from tracker.analysis.compat import build_compat, class_key_for
     from tracker.compare.snapshot import pick_algorithms
     from tracker.release.fixpatch import build_patch
@@ -460,18 +464,38 @@ def fix(
     if key is None:
         raise TrackerError(f"cannot find the class {model} at {resolved}")
     patch = build_patch(analysis.tree, analysis.index, found, key)
-    if patch.skipped:
-        say(
-            f"tracker: warning: no inner model provides {', '.join(patch.skipped)}; "
-            "the patch does not add them"
-        )
     if output is not None:
         emit(patch.diff, output)  # the patch as it is, to apply
-        return
-    # On stdout each line is made visible: the context lines and signatures are the
-    # version's source, which may hold control characters.
-    lines = patch.diff.split("\n")
-    emit_lines(lines[:-1] if lines[-1] == "" else lines)
+    else:
+        # On stdout each line is made visible: the context lines and signatures are the
+        # version's source, which may hold control characters.
+        lines = patch.diff.split("\n")
+        emit_lines(lines[:-1] if lines[-1] == "" else lines)
+    if not patch.complete:
+        for line in _partial_lines(model, patch):
+            say(line)
+        raise Failed  # the class stays broken (for some checkpoints) with the patch
+
+
+def _partial_lines(model: str, patch: Any) -> list[str]:
+    """Why a patch leaves the class broken: members nothing delegates to, and inner
+    classes (another branch of `__init__`) that lack what the patch delegates."""
+    out = []
+    if patch.skipped:
+        names = ", ".join(patch.skipped)
+        them = "it" if len(patch.skipped) == 1 else "them"
+        out.append(
+            f"tracker: partial patch: no inner model of {model} provides {names}; "
+            f"the patch does not add {them}, and {model} stays broken"
+        )
+    for member, lacking in patch.partial.items():
+        which = ", ".join(lacking)
+        verb, them = ("lacks", "it") if len(lacking) == 1 else ("lack", "them")
+        out.append(
+            f"tracker: partial patch: {member} is delegated, but the inner model may be "
+            f"{which}, which {verb} it: checkpoints that build {them} still fail"
+        )
+    return out
 
 
 @click.command()

@@ -202,7 +202,10 @@ def _entry_classes(compat: Compat) -> list[dict[str, Any]]:
             member: {k: v for k, v in provision_doc(p).items() if k != "member" and v != ""}
             for member, p in sorted(provisions.get(e.name, {}).items())
         }
-        doc["delegations"] = [asdict(d) for _, d in sorted(delegations.get(e.name, {}).items())]
+        doc["delegations"] = [
+            {k: v for k, v in asdict(d).items() if v != ()}
+            for _, d in sorted(delegations.get(e.name, {}).items())
+        ]
         # The aux-hidden-state contract does not depend on the algorithm either.
         check = contracts.get(e.name)
         if check is not None and check.contract:
@@ -359,7 +362,18 @@ def _load_compat(version: str, doc: dict[str, Any], itf: Interface) -> Compat:
             member: Provision(member, p["how"], p.get("where", ""), p.get("line", 0))
             for member, p in e["provisions"].items()
         }
-        delegations[e["name"]] = [Delegation(**d) for d in e["delegations"]]
+        delegations[e["name"]] = [
+            Delegation(
+                d["member"],
+                d["attribute"],
+                d["inner_class"],
+                d["inner_key"],
+                d["provided_by"],
+                tuple(d.get("also", ())),
+                tuple(d.get("lacking", ())),
+            )
+            for d in e["delegations"]
+        ]
         contracts[e["name"]] = (
             tuple(
                 ContractFinding(

@@ -12,7 +12,7 @@ import builtins
 import difflib
 import keyword
 import re
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
 from tracker.analysis.compat import Delegation, ModelCheck
 from tracker.analysis.index import VersionIndex, key
@@ -30,6 +30,13 @@ class Patch:
     diff: str
     members: tuple[str, ...]
     skipped: tuple[str, ...]  # missing members with no inner model to delegate to
+    # member -> the classes the inner attribute may hold that lack it: the patch does not
+    # help a checkpoint that builds one of them
+    partial: dict[str, tuple[str, ...]] = field(default_factory=dict)
+
+    @property
+    def complete(self) -> bool:
+        return not self.skipped and not self.partial
 
 
 def build_patch(tree: VersionTree, index: VersionIndex, check: ModelCheck, class_key: str) -> Patch:
@@ -68,7 +75,8 @@ def build_patch(tree: VersionTree, index: VersionIndex, check: ModelCheck, class
             tofile=_diff_path("b/" + info.path),
         )
     )
-    return Patch(info.path, diff, tuple(sorted(chosen)), skipped)
+    partial = {m: d.lacking for m, d in sorted(chosen.items()) if d.lacking}
+    return Patch(info.path, diff, tuple(sorted(chosen)), skipped, partial)
 
 
 # The bytes git writes as C escapes in a quoted path (the rest of a byte < 0x20 or >= 0x7f

@@ -79,6 +79,8 @@ def check_doc(c: ModelCheck) -> dict[str, Any]:
                 "attribute": d.attribute,
                 "inner_class": d.inner_class,
                 "provided_by": d.provided_by,
+                "also": list(d.also),
+                "lacking": list(d.lacking),
             }
             for d in c.delegations
         ],
