@@ -145,9 +145,14 @@ class GitSource(Source):
         if not path.exists():
             raise SourceError(f"{path} does not exist")
         try:
-            self._repo = self._closed_with_self(git.Repo(path))
+            repo = git.Repo(path)
         except (git.InvalidGitRepositoryError, git.NoSuchPathError):
             raise SourceError(f"{path} is not a git repository") from None
+        if Path(repo.git_dir) == path.resolve() and not repo.bare:
+            # A git directory with no config saying it is bare (a mirror's snapshot): git
+            # would look for a repository around it, so name it outright.
+            repo.git.update_environment(GIT_DIR=str(path))
+        self._repo = self._closed_with_self(repo)
         self.location = str(path)
 
     # -- the repository ---------------------------------------------------------------------
