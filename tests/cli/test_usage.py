@@ -118,6 +118,16 @@ def test_a_summary_is_the_whole_first_sentence_or_the_explicit_short_help() -> N
         (["nosuch"], "No such command 'nosuch' (see tracker --help)"),
         (["diff", "v0.5.8"], "Missing argument 'NEW' (see tracker diff --help)"),
         (
+            ["diff", "v0.5.5..v0.5.23"],
+            "diff compares two versions, not a range: tracker diff v0.5.5 v0.5.23 "
+            "(see tracker diff --help)",
+        ),
+        (
+            ["changelog", "v0.5.8..v0.5.9", "-a", "EAGLE3"],
+            "changelog compares two versions, not a range: tracker changelog v0.5.8 v0.5.9 "
+            "(see tracker changelog --help)",
+        ),
+        (
             ["diff", "v0.5.8", "v0.5.9", "--format", "xml"],
             "Invalid value for '--format': 'xml' is not one of 'text', 'md', 'json' "
             "(see tracker diff --help)",

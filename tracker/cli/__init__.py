@@ -39,7 +39,24 @@ class OneLineUsageError(click.UsageError):
 def _one_line(error: click.UsageError) -> click.UsageError:
     if isinstance(error, (OneLineUsageError, click.exceptions.NoArgsIsHelpError)):
         return error  # already one line / a bare `tracker`, which shows the help
-    return OneLineUsageError(error.format_message(), error.ctx)
+    return OneLineUsageError(_range_for_two(error) or error.format_message(), error.ctx)
+
+
+def _range_for_two(error: click.UsageError) -> str:
+    """For `diff A..B` (a command that compares two versions, given a range): the two
+    versions it takes instead, else ""."""
+    ctx = error.ctx
+    if not isinstance(error, click.MissingParameter) or ctx is None or error.param is None:
+        return ""
+    given = ctx.params.get("old")
+    if error.param.name != "new" or not isinstance(given, str) or ".." not in given:
+        return ""
+    first, _, last = given.partition("..")
+    name = ctx.command_path
+    return (
+        f"{ctx.info_name} compares two versions, not a range: {name} {first or 'OLD'} "
+        f"{last or 'NEW'}"
+    )
 
 
 def command_summary(command: click.Command) -> str:

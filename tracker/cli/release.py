@@ -206,8 +206,8 @@ def _note_accepted(changes: list[Change]) -> None:
 @click.option(
     "--dry-run",
     is_flag=True,
-    help="Print what would be filed, commented and closed; send no write request, write "
-    "no file, leave the state file as it is.",
+    help="With --out or --post: print what would be filed, commented and closed there; "
+    "send no write request, write no file, leave the state file as it is.",
 )
 @format_option("text", "json")
 @rendering_options
@@ -238,6 +238,12 @@ def watch(
 
     from tracker.release.watch import run_watch
 
+    if out_dir is None and post is None and dry_run:
+        # A dry run still reads the destination: what is filed there already is not filed.
+        raise TrackerError(
+            "--dry-run needs the destination it would file to, to leave out what is filed "
+            "there already: add --out DIR or --post OWNER/REPO (a dry run needs no token)"
+        )
     if (out_dir is None) == (post is None):
         raise TrackerError("give exactly one of --out DIR and --post OWNER/REPO")
     with contextlib.ExitStack() as stack:
