@@ -447,9 +447,10 @@ def fix(
         raise TrackerError(f"cannot find the class {model} at {resolved}")
     patch = build_patch(analysis.tree, analysis.index, found, key)
     if patch.skipped:
+        them = "it" if len(patch.skipped) == 1 else "them"
         click.echo(
             f"tracker: warning: no inner model provides {', '.join(patch.skipped)}; "
-            "the patch does not add them",
+            f"the patch does not add {them}",
             err=True,
         )
     emit(patch.diff, output)

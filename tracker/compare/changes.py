@@ -50,8 +50,9 @@ class IssueSpec:
 class KindInfo:
     """A change kind's metadata.
 
-    `message` is a template: {subject}; {role} "target" or "draft"; {algorithm}; {was} and
-    {now} the numbers of arguments of the calls before and after ("1", "0/1", "1+1kw").
+    `message` is a template: {subject}; {role} "target" or "draft"; {algorithm}; {was} the
+    numbers of arguments of the calls before ("1", "0/1", "1+1kw"), {now} those after with
+    their noun ("1 argument", "0/1 arguments").
     `area` is what changed: algorithm, member, output_field, config_key or model.
     `sign` is the direction: "+" added, "-" gone, "~" changed.
     `group` is where the change is listed: added/removed/changed for the interface, and
@@ -162,7 +163,7 @@ class ChangeKind(StrEnum):
     CALL_ARITY_CHANGED = (
         "call_arity_changed",
         KindInfo(
-            "{subject} on the {role} model is now called with {now} arguments (was {was})",
+            "{subject} on the {role} model is now called with {now} (was {was})",
             "member",
             "~",
             "changed",

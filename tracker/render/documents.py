@@ -273,6 +273,8 @@ def _environment(options: RenderOptions) -> Any:
         tag=tag, path=s["path"], line=s["line"]
     )
     env.filters["call"] = _call_text
+    env.filters["plural"] = plural
+    env.filters["column_labels"] = column_labels
     # Kept for templates of earlier versions; the built-in ones say `c.kind.model_event`.
     env.tests["model_event"] = lambda kind: kind in kinds_where(model_event=True)
     return env
@@ -325,6 +327,26 @@ def _tolerant_cache() -> Any:
                 bucket.reset()
 
     return TolerantBytecodeCache
+
+
+def plural(count: int, noun: str, many: str = "") -> str:
+    """ "1 version", "2 versions" ("1 class", "2 classes" with `many`)."""
+    return f"{count} {noun if count == 1 else many or noun + 's'}"
+
+
+def column_labels(names: list[str]) -> dict[str, Any]:
+    """Column labels for a grid of versions, one character a column: the prefix every
+    name shares (`v0.5.`, said once), and the rest of each name written downwards, one
+    character per line, with `.postN` shortened to `pN` (`v0.5.10.post1` is `10p1` under
+    `v0.5.`)."""
+    low, high = min(names, default=""), max(names, default="")
+    same = next((i for i, (a, b) in enumerate(zip(low, high, strict=False)) if a != b), len(low))
+    # Whole components only: v0.5.1 and v0.5.10 share "v0.5.", not "v0.5.1".
+    prefix = low[: low.rfind(".", 0, same) + 1]
+    shown = [n.removeprefix(prefix).replace(".post", "p") or n for n in names]
+    height = max((len(n) for n in shown), default=0)
+    lines = ["".join(n[i] if i < len(n) else " " for n in shown).rstrip() for i in range(height)]
+    return {"prefix": prefix, "lines": lines}
 
 
 def _call_text(req: dict[str, Any]) -> str:
