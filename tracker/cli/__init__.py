@@ -125,9 +125,19 @@ def cli() -> None:
     between two versions, and which model wrappers break.
 
     \b
-    Versions: v0.5.9, 0.5.9, v0.5.8.post1, latest, ranges v0.5.8..v0.5.12, and for git any
-    commit-ish. Sources: the released archives on PyPI (default), a git repository
-    (--repo / TRACKER_REPO / the checkout you are in), or a directory (--source dir:PATH).
+    Versions: v0.5.9, 0.5.9, v0.5.8.post1, latest, ranges v0.5.8..v0.5.12,
+    any commit-ish of a git source, and dir:PATH: a patched tree or an
+    unpacked release (tracker check dir:PATH -a EAGLE3).
+    Sources: the released archives on PyPI (default), a git repository
+    (--repo / TRACKER_REPO / the checkout you are in), or a directory
+    (--source dir:PATH).
+
+    \b
+    A release's shipped snapshot answers interface, diff, check, matrix,
+    history, why, changelog and report without its archive. fix, graph, facts and
+    snapshot read the release's source: its archive is downloaded (once,
+    then cached) even when its snapshot ships; triage, issues and watch
+    download it to print a patch.
 
     \b
     Exit codes: 0 success, 1 a requested check failed, 2 bad usage or input.

@@ -20,6 +20,7 @@ from tracker.cli.options import (
     rendering_options,
     reverse_option,
     snapshot_pair,
+    source_only_options,
     source_options,
 )
 from tracker.common.errors import TrackerError
@@ -30,7 +31,7 @@ if TYPE_CHECKING:
 
 
 @click.command()
-@source_options
+@source_only_options
 @format_option("text", "json")
 def versions(ws: Workspace, fmt: str) -> None:
     """List the versions a source has, oldest first.
@@ -56,7 +57,7 @@ def versions(ws: Workspace, fmt: str) -> None:
 
 
 @click.command()
-@source_options
+@source_only_options
 def fetch(ws: Workspace) -> None:
     """Update a cloned repository's tags (git) or the list of releases (pypi)."""
     click.echo(ws.source.fetch())

@@ -412,7 +412,10 @@ def fix(
     ws: Workspace,
 ) -> None:
     """A unified diff that adds to MODEL the members its inner model provides and the
-    algorithm requires (apply with `git apply` or `patch -p1`)."""
+    algorithm requires (apply with `git apply` or `patch -p1`).
+
+    Reads VERSION's source files: a release's archive is downloaded (once, then cached)
+    even when its snapshot ships with the tool."""
     from tracker.analysis.compat import build_compat, class_key_for
     from tracker.compare.snapshot import pick_algorithms
     from tracker.release.fixpatch import build_patch
@@ -460,7 +463,13 @@ def fix(
 @click.argument("name", metavar="MEMBER|CLASS")
 @click.option("--at", "version", required=True, help="The version to explain.")
 @algorithm_option()
-@click.option("--role", type=click.Choice(["target", "draft"]), default=None)
+@click.option(
+    "--role",
+    type=click.Choice(["target", "draft"]),
+    default=None,
+    help="For a MEMBER: only what the algorithm requires of this model (default: of both). "
+    "A CLASS is explained in the role it is checked in.",
+)
 @click.option(
     "-m", "--model", "model", help="Also how this entry class provides it, and its contract."
 )

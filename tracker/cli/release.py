@@ -407,7 +407,10 @@ def triage(
     - to read it from stdin): which algorithms require the member, where, since which
     release and until which one it is broken, and the patch. Or "ValueError: too many
     values to unpack (expected 2)" from a forward (with -m CLASS): the aux-hidden-state
-    contract finding behind it, its sites and the release that fixes it."""
+    contract finding behind it, its sites and the release that fixes it.
+
+    The patch is written from the version's source files: a release's archive is
+    downloaded (once, then cached) even when its snapshot ships."""
     from tracker.compare.snapshot import pick_algorithms
     from tracker.release.triage import parse_error, triage_document
     from tracker.render.documents import render
