@@ -44,6 +44,10 @@ class IssueSpec:
     closable: bool
     # The title when the class breaks the aux-hidden-state contract ({broken}: the rules).
     contract_title: str = ""
+    # When every member the class lacks is one the algorithm did not require before (the
+    # class never provided it: the interface moved, the class did not regress).
+    new_requirement_title: str = ""
+    new_requirement_labels: tuple[str, ...] = ()
 
 
 @dataclass(frozen=True)
@@ -202,6 +206,9 @@ class ChangeKind(StrEnum):
                 (*_MODEL_LABELS, "regression"),
                 closable=True,
                 contract_title=_CONTRACT_TITLE,
+                new_requirement_title="[{algorithm}] {subject} lacks {missing}, newly required "
+                "of the {role} model (broken since {version})",
+                new_requirement_labels=(*_MODEL_LABELS, "interface-change"),
             ),
         ),
     )
