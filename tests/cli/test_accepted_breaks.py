@@ -70,7 +70,7 @@ def test_an_accepted_break_no_longer_fails_check_but_is_still_shown_with_its_rea
     assert after.exit_code == 0, after.stderr
     assert f"✗ {KIMI} · EAGLE3 · target model · broken (accepted)" in after.stdout
     assert f"    accepted: {REASON}" in after.stdout
-    assert "1 broken, 0 unknown, 0 ok · 1 accepted" in after.stdout
+    assert "1 broken, 0 unsupported, 0 unknown, 0 ok · 1 accepted" in after.stdout
 
 
 def test_accepting_one_class_leaves_the_other_broken_classes_failing(

@@ -104,7 +104,9 @@ def test_the_diff_text_names_the_rule_and_both_sites_not_missing_members() -> No
 def test_the_diff_markdown_links_both_sites_of_a_contract_break_at_the_new_tag() -> None:
     _a, _b, d = pair(OK, NO_PAIR)
     md = render("diff", "md", diff_document(d, "dir:/tree"))
-    assert f"- **model_wrapper_contract_broke**: {MODEL} provides the members but breaks" in md
+    assert (
+        f"- **broke, the aux-hidden-state contract**: {MODEL} provides the members but breaks"
+    ) in md
     link = "https://github.com/sgl-project/sglang/blob/v2/python/sglang/srt/models/dec.py#L"
     assert f"([models/dec.py:{UNPACK}]({link}{UNPACK}))" in md
     assert f"([models/dec.py:{DECODER_FORWARD}]({link}{DECODER_FORWARD}))" in md

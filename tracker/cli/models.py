@@ -104,7 +104,11 @@ def check(
     Each class is checked in the roles its kind implies: a generative class as the target,
     and as the draft where the algorithm loads such classes as its draft (`--kind draft`
     or `all` shows those rows); a draft class as the draft of its algorithms. `--role`
-    checks the named classes in one role, whatever their kind."""
+    checks the named classes in one role, whatever their kind.
+
+    A broken class that provides none of the members, and whose inner model and module
+    neighbours do not either, reads "unsupported": it never took the algorithm up (it is
+    still broken for --fail-on, and in JSON `status`)."""
     from tracker.compare.snapshot import pick_algorithms
     from tracker.render.documents import check_document
 

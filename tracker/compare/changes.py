@@ -61,18 +61,24 @@ class KindInfo:
     `sign` is the direction: "+" added, "-" gone, "~" changed.
     `group` is where the change is listed: added/removed/changed for the interface, and
     broke/fixed/new_unsupported/new_supported/removed for model wrappers.
+    `label` names the change in every report (the kind's identifier is for JSON).
     """
 
     message: str
     area: str
     sign: str
     group: str
+    # The words reports put before the message, in every format ("new, unsupported").
+    label: str
     breaking: bool = False
     event: ModelEvent | None = None
     # The aux-hidden-state contract (tracker.analysis.contract), not a member, broke or
     # was fixed: its own kind, so an issue about it is its own issue.
     contract: bool = False
     issue: IssueSpec | None = None
+    # The label when the change is a new break (a new class lacking what its inner model
+    # or a class beside it provides), if that differs.
+    new_break_label: str = ""
 
 
 _MODEL_LABELS = ("model-wrapper",)
@@ -97,11 +103,11 @@ class ChangeKind(StrEnum):
 
     ALGORITHM_ADDED = (
         "algorithm_added",
-        KindInfo("new algorithm {subject}", "algorithm", "+", "added"),
+        KindInfo("new algorithm {subject}", "algorithm", "+", "added", "new algorithm"),
     )
     ALGORITHM_REMOVED = (
         "algorithm_removed",
-        KindInfo("algorithm {subject} is gone", "algorithm", "-", "removed"),
+        KindInfo("algorithm {subject} is gone", "algorithm", "-", "removed", "algorithm gone"),
     )
     MEMBER_NOW_REQUIRED = (
         "member_now_required",
@@ -110,6 +116,7 @@ class ChangeKind(StrEnum):
             "member",
             "+",
             "added",
+            "newly required",
             breaking=True,
             issue=IssueSpec(
                 "[{algorithm}] the {role} model must now provide {subject} ({version})",
@@ -120,7 +127,13 @@ class ChangeKind(StrEnum):
     )
     MEMBER_NOW_OPTIONAL = (
         "member_now_optional",
-        KindInfo("the {role} model's {subject} is now used when present", "member", "+", "added"),
+        KindInfo(
+            "the {role} model's {subject} is now used when present",
+            "member",
+            "+",
+            "added",
+            "newly used when present",
+        ),
     )
     MEMBER_NO_LONGER_REQUIRED = (
         "member_no_longer_required",
@@ -129,6 +142,7 @@ class ChangeKind(StrEnum):
             "member",
             "-",
             "removed",
+            "no longer required",
             # A removed member is news, not something a later release fixes.
             issue=IssueSpec(
                 "[{algorithm}] the {role} model no longer needs {subject} ({version})",
@@ -140,13 +154,21 @@ class ChangeKind(StrEnum):
     MEMBER_NO_LONGER_USED = (
         "member_no_longer_used",
         KindInfo(
-            "the {role} model's optional {subject} is no longer used", "member", "-", "removed"
+            "the {role} model's optional {subject} is no longer used",
+            "member",
+            "-",
+            "removed",
+            "no longer used",
         ),
     )
     MEMBER_BECAME_OPTIONAL = (
         "member_became_optional",
         KindInfo(
-            "{subject} on the {role} model is no longer always required", "member", "~", "changed"
+            "{subject} on the {role} model is no longer always required",
+            "member",
+            "~",
+            "changed",
+            "no longer always required",
         ),
     )
     MEMBER_BECAME_REQUIRED = (
@@ -156,6 +178,7 @@ class ChangeKind(StrEnum):
             "member",
             "~",
             "changed",
+            "now required",
             breaking=True,
             issue=IssueSpec(
                 "[{algorithm}] {subject} on the {role} model is now required ({version})",
@@ -171,26 +194,49 @@ class ChangeKind(StrEnum):
             "member",
             "~",
             "changed",
+            "called differently",
             breaking=True,
         ),
     )
     OUTPUT_FIELD_ADDED = (
         "output_field_added",
-        KindInfo("the forward output's {subject} is now read", "output_field", "+", "added"),
+        KindInfo(
+            "the forward output's {subject} is now read",
+            "output_field",
+            "+",
+            "added",
+            "new output field",
+        ),
     )
     OUTPUT_FIELD_REMOVED = (
         "output_field_removed",
         KindInfo(
-            "the forward output's {subject} is no longer read", "output_field", "-", "removed"
+            "the forward output's {subject} is no longer read",
+            "output_field",
+            "-",
+            "removed",
+            "output field no longer read",
         ),
     )
     CONFIG_KEY_ADDED = (
         "config_key_added",
-        KindInfo("configuration key {subject} is now read", "config_key", "+", "added"),
+        KindInfo(
+            "configuration key {subject} is now read",
+            "config_key",
+            "+",
+            "added",
+            "new configuration key",
+        ),
     )
     CONFIG_KEY_REMOVED = (
         "config_key_removed",
-        KindInfo("configuration key {subject} is no longer read", "config_key", "-", "removed"),
+        KindInfo(
+            "configuration key {subject} is no longer read",
+            "config_key",
+            "-",
+            "removed",
+            "configuration key no longer read",
+        ),
     )
     MODEL_WRAPPER_BROKE = (
         "model_wrapper_broke",
@@ -198,6 +244,7 @@ class ChangeKind(StrEnum):
             "{subject} no longer provides what {algorithm} requires",
             "model",
             "-",
+            "broke",
             "broke",
             breaking=True,
             event=ModelEvent.BROKE,
@@ -219,6 +266,7 @@ class ChangeKind(StrEnum):
             "model",
             "+",
             "fixed",
+            "fixed",
             event=ModelEvent.FIXED,
         ),
     )
@@ -229,6 +277,7 @@ class ChangeKind(StrEnum):
             "model",
             "-",
             "broke",
+            "broke, the aux-hidden-state contract",
             breaking=True,
             event=ModelEvent.BROKE,
             contract=True,
@@ -247,6 +296,7 @@ class ChangeKind(StrEnum):
             "model",
             "+",
             "fixed",
+            "fixed, the aux-hidden-state contract",
             event=ModelEvent.FIXED,
             contract=True,
         ),
@@ -258,7 +308,9 @@ class ChangeKind(StrEnum):
             "model",
             "+",
             "new_unsupported",
+            "new, unsupported",
             event=ModelEvent.APPEARED,
+            new_break_label="new, broken",
             issue=IssueSpec(
                 "[{algorithm}] new {subject} lacks {missing}{hint} ({version})",
                 (*_MODEL_LABELS, "new-model"),
@@ -275,13 +327,19 @@ class ChangeKind(StrEnum):
             "model",
             "+",
             "new_supported",
+            "new, supported",
             event=ModelEvent.APPEARED,
         ),
     )
     MODEL_WRAPPER_REMOVED = (
         "model_wrapper_removed",
         KindInfo(
-            "{subject} is no longer registered", "model", "-", "removed", event=ModelEvent.REMOVED
+            "{subject} is no longer registered",
+            "model",
+            "-",
+            "removed",
+            "removed",
+            event=ModelEvent.REMOVED,
         ),
     )
 
@@ -295,6 +353,14 @@ class ChangeKind(StrEnum):
     @property
     def message(self) -> str:
         return self.info.message
+
+    @property
+    def label(self) -> str:
+        return self.info.label
+
+    def label_for(self, new_break: bool) -> str:
+        """The label of a change of this kind, which may be a new break."""
+        return self.info.new_break_label if new_break and self.info.new_break_label else self.label
 
     @property
     def area(self) -> str:

@@ -24,6 +24,7 @@ from tracker.analysis.interface import Interface, Requirement
 from tracker.common.errors import TrackerError
 from tracker.compare.changes import ChangeKind, ModelEvent
 from tracker.compare.diff import Change, Diff, rank
+from tracker.compare.support import oversight
 from tracker.render.documents import RenderOptions, check_doc, finding_doc, render, requirement_doc
 from tracker.sources.base import VersionTree
 
@@ -154,22 +155,6 @@ def _worth_an_issue(change: Change, compat: Compat) -> bool:
             change.notable and isinstance(change.new, ModelCheck) and oversight(change.new, compat)
         )
     return change.kind in MEMBER_KINDS and change.role == "target"
-
-
-def oversight(check: ModelCheck, compat: Compat) -> bool:
-    """A new class lacking an algorithm's members looks like an oversight, not a choice,
-    when its own inner model has them or another class of its module supports that same
-    algorithm (the diff's `notable` is broader: any algorithm, the class itself included)."""
-    if check.delegations:
-        return True
-    return any(
-        c.path == check.path
-        and c.model != check.model
-        and c.status == "ok"
-        and c.algorithm == check.algorithm
-        and c.role == check.role
-        for c in compat.checks
-    )
 
 
 def build_issues(

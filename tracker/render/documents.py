@@ -29,6 +29,7 @@ from tracker.compare.snapshot import field_doc as field_doc
 from tracker.compare.snapshot import provision_doc as provision_doc
 from tracker.compare.snapshot import requirement_doc as requirement_doc
 from tracker.compare.snapshot import site_doc as site_doc
+from tracker.compare.support import Support, support_of
 from tracker.sources.base import SRT_PREFIX
 
 log = logging.getLogger(__name__)
@@ -203,13 +204,20 @@ def check_document(
     models_version: str,
     source: str,
 ) -> dict[str, Any]:
+    """`checks` (the rows shown) of `compat`; which broken ones never took the algorithm
+    up is judged against every check of `compat` (tracker.compare.support)."""
     return {
-        "schema": "sglang-tracker/check@2",
+        "schema": "sglang-tracker/check@3",
         "requirements_version": requirements_version,
         "models_version": models_version,
         "source": source,
         "checks": [check_doc(c) for c in checks],
         "counts": status_counts(c.status for c in checks),
+        "unsupported": [
+            {"model": c.model, "algorithm": c.algorithm, "role": c.role}
+            for c in checks
+            if support_of(c, compat) is Support.UNSUPPORTED
+        ],
     }
 
 
@@ -274,6 +282,8 @@ def _environment(options: RenderOptions) -> Any:
     )
     env.filters["call"] = _call_text
     env.filters["plural"] = plural
+    # The mark before each check: ✓ ok, ✗ broken, · unsupported, ? unknown.
+    env.globals["marks"] = {s.value: s.mark for s in Support}
     env.filters["column_labels"] = column_labels
     # Kept for templates of earlier versions; the built-in ones say `c.kind.model_event`.
     env.tests["model_event"] = lambda kind: kind in kinds_where(model_event=True)
