@@ -141,7 +141,7 @@ def check(
     doc["explain_kinds"] = explain_kinds
     doc["fix_options"] = fix_options
     flush_warnings(ws)
-    emit(_check_output(doc, fmt, render_options, show_all))
+    emit(_check_output(doc, fmt, render_options, show_all, compat))
     bad = {"broken"} if fail_on == "broken" else {"broken", "unknown"} if fail_on else set()
     # Accepted breaks (tracker.toml) are reported above but fail nothing.
     if any(c.status in bad and not c.accepted for c in selected):
@@ -149,13 +149,15 @@ def check(
 
 
 def _check_output(
-    doc: dict[str, Any], fmt: str, render_options: RenderOptions, show_all: bool
+    doc: dict[str, Any], fmt: str, render_options: RenderOptions, show_all: bool, compat: Compat
 ) -> str:
     from tracker.render.documents import document_json, render
     from tracker.render.sarif import check_sarif
 
     if fmt == "sarif":
-        return document_json(check_sarif(doc, render_options))
+        # Each alert sits in its class's file, at the line its snapshot records.
+        lines = {e.name: e.line for e in compat.entries}
+        return document_json(check_sarif(doc, render_options, lines))
     return render("check", fmt, doc, replace(render_options, show_all=show_all))
 
 
