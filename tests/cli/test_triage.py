@@ -454,3 +454,13 @@ def test_since_when_names_the_contract_break_not_the_missing_member_before_it(
         "since v0.5.11, where its aux-hidden-state contract broke (broken before that since "
         "v0.5.9: missing set_eagle3_layers_to_capture) · fixed in v0.5.22"
     ) in text
+
+
+@pytest.mark.realdata
+def test_the_status_column_lines_up_when_an_algorithm_name_is_long(tracker: Tracker) -> None:
+    result = tracker("triage", KIMI_ERROR, "--at", "v0.5.23", "--source", "pypi")
+    assert result.exit_code == 0, result.stderr
+    rows = result.stdout.split("\nstatus at v0.5.23:\n", 1)[1].splitlines()
+    rows = [row for row in rows if row.startswith("  ✓ ")]
+    assert any("FROZEN_KV_MTP" in row for row in rows)
+    assert len({row.index(" ok") for row in rows}) == 1, rows
