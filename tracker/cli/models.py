@@ -78,7 +78,8 @@ def _kinds(kind: str) -> tuple[str, ...]:
 @click.option(
     "--fail-on",
     type=click.Choice(["broken", "unknown"]),
-    help="Exit 1 when a selected model is broken (or broken or unknown).",
+    help="Exit 1 when a selected model is broken, unsupported ones included (or broken or "
+    "unknown).",
 )
 @source_options
 @config_option
