@@ -325,3 +325,22 @@ def test_tabs_switch_algorithms(browser_page: Any, every_algorithm: Path) -> Non
     assert state["draft"] > 0  # --kind all: draft classes have rows too
     assert state["graphs"] == 4  # --graphs all: every release
     assert browser_page.errors() == []
+
+
+def test_no_item_of_a_two_column_list_is_split_between_the_columns(report_page: Any) -> None:
+    # Every timeline list opened, at a width where the lists do make two columns; an item
+    # split between them has one box in each.
+    split = report_page.evaluate(
+        """(() => {
+          document.querySelectorAll('details').forEach(d => { d.open = true; });
+          const lists = [...document.querySelectorAll('ul')]
+            .filter(u => getComputedStyle(u).columnCount !== 'auto'
+                         || getComputedStyle(u).columnWidth !== 'auto');
+          const items = lists.flatMap(u => [...u.children]);
+          const split = items.filter(li => li.getClientRects().length > 1)
+            .map(li => li.textContent.trim().slice(0, 80));
+          return {lists: lists.length, items: items.length, split};
+        })()"""
+    )
+    assert split["lists"] > 10 and split["items"] > 100, split
+    assert split["split"] == []

@@ -222,10 +222,12 @@ def test_triage_of_the_unpack_error_explains_the_qwen3_5_capture_and_its_fix_rel
         "hidden states never captured): the decoder reads _is_layer_to_capture on "
         "model.layers[], which the setter never sets"
     ) in text
-    # Broken since it arrived (members missing at v0.5.9 and v0.5.10, then the contract).
+    # The contract break starts at v0.5.11; before it, since the class arrived at v0.5.9,
+    # a member was missing: a break of another kind, named as such.
     assert (
-        "  ✗ EAGLE3      broken · aux-hidden-state contract · since v0.5.9, where the class "
-        "is new · fixed in v0.5.22\n"
+        "  ✗ EAGLE3      broken · aux-hidden-state contract · since v0.5.11, where its "
+        "aux-hidden-state contract broke (broken before that since v0.5.9: missing "
+        "set_eagle3_layers_to_capture) · fixed in v0.5.22\n"
     ) in text
     assert (
         "        models/qwen3_vl.py:1403  set_eagle3_layers_to_capture writes "

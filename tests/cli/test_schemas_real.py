@@ -13,7 +13,7 @@ from typing import Any
 import pytest
 from click.testing import Result
 from fake_github import REPO, TOKEN, fake_github
-from schema_check import errors, schemas
+from schema_check import errors, schema_uri, schemas
 
 from tracker.sources.pypi import PypiSource
 
@@ -180,10 +180,10 @@ def test_a_real_document_validates_against_the_schema_it_names(
 
 
 def test_the_real_documents_use_every_schema(documents: dict[str, Any]) -> None:
-    used = {doc["schema"] for doc in documents.values()}
+    used = {schema_uri(doc["schema"]) for doc in documents.values()}
     # bisect needs a git history: its real documents are validated in
     # tests/integration/test_bisect_real.py, on the replayed v0.5.8 -> v0.5.9 history.
-    elsewhere = {"sglang-tracker/common@2", "sglang-tracker/bisect@1"}
+    elsewhere = {schema_uri("sglang-tracker/common@2"), schema_uri("sglang-tracker/bisect@1")}
     assert used == set(schemas()) - elsewhere
 
 

@@ -9,7 +9,7 @@ from collections.abc import Callable
 from pathlib import Path
 
 from click.testing import Result
-from sgl_trees import write_tree
+from sgl_trees import BASE, write_tree
 
 Tracker = Callable[..., Result]  # the `cli_run` fixture of tests/cli/conftest.py
 
@@ -75,3 +75,21 @@ def test_models_checked_against_another_tree_get_a_fix_against_those_requirement
     fix = cli_run(*args)
     assert fix.exit_code == 0, fix.stderr
     assert "+    def get_embed_and_head(self):" in fix.stdout
+
+
+def test_fix_names_the_one_member_no_inner_model_provides_in_the_singular(
+    tmp_path: Path, cli_run: Tracker
+) -> None:
+    llama = BASE["models/llama.py"].replace(
+        "    def set_eagle3_layers_to_capture(self, layer_ids=None):\n"
+        "        self.layers = layer_ids\n",
+        "",
+    )
+    root = write_tree(tmp_path / "sglang", {"models/llama.py": llama})
+    fix = cli_run("fix", WRAPPER, "--at", f"dir:{root}")
+    assert fix.exit_code == 0, fix.stderr
+    assert "+    def get_embed_and_head(self):" in fix.stdout
+    assert fix.stderr == (
+        "tracker: warning: no inner model provides set_eagle3_layers_to_capture; "
+        "the patch does not add it\n"
+    )

@@ -140,7 +140,7 @@ def test_a_missing_forward_output_field_is_explained_as_one(tracker: Tracker) ->
         "json",
     )
     doc = json.loads(result.stdout)
-    assert doc["schema"] == "sglang-tracker/triage@2"
+    assert doc["schema"] == "sglang-tracker/triage@3"
     assert doc["models"] == [] and doc["checks"] == [] and doc["patch"] is None
     assert [(f["owner"], f["name"], f["sites"][0]["line"]) for f in doc["fields"]] == [
         ("logits_output", "mm_input_embeds", 302)
@@ -289,3 +289,178 @@ def test_without_at_or_a_version_in_the_paths_the_latest_release_is_read_and_nam
         "none); --at VERSION picks another"
     ) in result.stderr.splitlines()
     assert f"→ {WRAPPER} provides get_embed_and_head at v1.3.0" in result.stdout
+
+
+# ---------------------------------------------- a pasted traceback, no version given
+
+
+def _installed(path: str, line: int, function: str, call: str, error: str) -> str:
+    """A traceback as an installed SGLang prints it: no version in its paths."""
+    return (
+        "Traceback (most recent call last):\n"
+        '  File "/usr/lib/python3.11/site-packages/sglang/srt/managers/scheduler.py", '
+        "line 2700, in run_scheduler_process\n"
+        "    scheduler = Scheduler(server_args, port_args, gpu_id, tp_rank)\n"
+        f'  File "/usr/lib/python3.11/site-packages/sglang/srt/{path}", line {line}, '
+        f"in {function}\n"
+        f"    {call}\n"
+        f"{error}\n"
+    )
+
+
+def test_frames_are_read_as_repo_paths_wherever_sglang_is_installed() -> None:
+    from tracker.release.triage import Frame, frames_in
+
+    text = (
+        '  File "/opt/venv/lib/python3.11/site-packages/sglang/srt/a.py", line 3, in f\n'
+        '  File "/home/me/sglang/python/sglang/srt/b.py", line 4, in Cls.g\n'
+        '  File "C:\\envs\\sglang\\Lib\\site-packages\\sglang\\srt\\c.py", line 5, in h\n'
+        '  File "/usr/lib/python3.11/threading.py", line 975, in run\n'
+    )
+    assert frames_in(text) == [
+        Frame("python/sglang/srt/a.py", 3, "f"),
+        Frame("python/sglang/srt/b.py", 4, "Cls.g"),
+        Frame("python/sglang/srt/c.py", 5, "h"),
+    ]
+
+
+def test_a_frame_matches_a_release_only_at_a_site_of_the_member_the_error_names() -> None:
+    from tracker.release.triage import Frame, releases_matching
+
+    at = "python/sglang/srt/speculative/eagle_worker.py"
+    recorded = {
+        "v1": frozenset({(at, 10, "EAGLEWorker.__init__", "get_embed_and_head")}),
+        "v2": frozenset({(at, 10, "EAGLEWorker.__init__", "hot_token_id")}),
+        "v3": frozenset({(at, 10, "EAGLEWorker.__init__", "get_embed_and_head")}),
+        "v4": frozenset({(at, 10, "EagleDraftWorker.__init__", "get_embed_and_head")}),
+    }
+    frames = [Frame(at, 10, "__init__")]
+    found, hits = releases_matching(frames, recorded, "get_embed_and_head")
+    assert (found, hits) == (["v1", "v3", "v4"], frames)
+    assert releases_matching([Frame(at, 10, "forward")], recorded, "get_embed_and_head") == (
+        [],
+        [],
+    )
+
+
+@pytest.mark.realdata
+def test_a_pasted_traceback_is_read_at_the_release_whose_site_its_frame_is_at(
+    tracker: Tracker,
+) -> None:
+    text = _installed(
+        "speculative/eagle_worker.py",
+        157,
+        "__init__",
+        "embed, head = self.target_worker.model_runner.model.get_embed_and_head()",
+        KIMI_ERROR,
+    )
+    result = tracker("triage", "-", "--source", "pypi", "--until", "v0.5.10", input=text)
+    assert result.exit_code == 0, result.stderr
+    assert (
+        "tracker: note: reading sglang v0.5.9 (the traceback's frames match its sites of "
+        "get_embed_and_head: speculative/eagle_worker.py:157); --at VERSION picks another"
+    ) in result.stderr.splitlines()
+    assert f"{KIMI} · target model · models/kimi_k25.py · sglang v0.5.9" in result.stdout
+    assert f"fix: upgrade to v0.5.10, or add the delegating members (tracker fix {KIMI}" in (
+        result.stdout
+    )
+    assert "pass --at" not in result.stdout  # the frame decided it
+
+
+@pytest.mark.realdata
+def test_frames_several_releases_share_that_disagree_say_where_it_broke_and_ask_for_at(
+    tracker: Tracker,
+) -> None:
+    # multi_layer_eagle_worker.py:149 calls get_embed_and_head in v0.5.9 … v0.5.11: KimiK25
+    # lacks it in v0.5.9 only.
+    text = _installed(
+        "speculative/multi_layer_eagle_worker.py",
+        149,
+        "__init__",
+        "embed, head = self.target_worker.model_runner.model.get_embed_and_head()",
+        KIMI_ERROR,
+    )
+    result = tracker("triage", "-", "--source", "pypi", "--format", "json", input=text)
+    assert result.exit_code == 0, result.stderr
+    doc = json.loads(result.stdout)
+    assert doc["version_candidates"] == ["v0.5.9", "v0.5.10", "v0.5.10.post1", "v0.5.11"]
+    assert doc["version"] == "v0.5.11"
+    assert doc["broken_runs"] == [{"first": "v0.5.9", "last": "v0.5.9", "fixed_in": "v0.5.10"}]
+    text_result = tracker("triage", "-", "--source", "pypi", input=text)
+    assert (
+        f"→ {KIMI} lacks get_embed_and_head: broken in v0.5.9, fixed in v0.5.10; pass --at "
+        "VERSION for the release you run"
+    ) in text_result.stdout.splitlines()
+
+
+@pytest.mark.realdata
+def test_frames_no_release_records_read_the_latest_and_say_where_it_was_broken(
+    tracker: Tracker,
+) -> None:
+    text = _installed(
+        "speculative/eagle_worker.py", 9999, "__init__", "embed, head = ...", KIMI_ERROR
+    )
+    result = tracker("triage", "-", "--source", "pypi", "--format", "json", input=text)
+    assert result.exit_code == 0, result.stderr
+    doc = json.loads(result.stdout)
+    assert doc["version_from"] == "the latest release: the traceback names none"
+    assert doc["version_candidates"] == []
+    assert doc["broken_runs"] == [{"first": "v0.5.9", "last": "v0.5.9", "fixed_in": "v0.5.10"}]
+
+
+@pytest.mark.realdata
+def test_since_when_names_the_contract_break_not_the_missing_member_before_it(
+    tracker: Tracker,
+) -> None:
+    result = tracker(
+        "triage",
+        "ValueError: too many values to unpack (expected 2)",
+        "--at",
+        "v0.5.11",
+        "-m",
+        "Qwen3_5ForConditionalGeneration",
+        "-a",
+        "EAGLE3",
+        "--source",
+        "pypi",
+        "--format",
+        "json",
+    )
+    assert result.exit_code == 0, result.stderr
+    (check,) = json.loads(result.stdout)["checks"]
+    assert (check["broken_since"], check["broken_since_how"], check["fixed_in"]) == (
+        "v0.5.11",
+        "changed",
+        "v0.5.22",
+    )
+    assert check["broken_before"] == {
+        "since": "v0.5.9",
+        "missing": ["set_eagle3_layers_to_capture"],
+        "contract": False,
+    }
+    text = tracker(
+        "triage",
+        "ValueError: too many values to unpack (expected 2)",
+        "--at",
+        "v0.5.11",
+        "-m",
+        "Qwen3_5ForConditionalGeneration",
+        "-a",
+        "EAGLE3",
+        "--source",
+        "pypi",
+    ).stdout
+    assert (
+        "since v0.5.11, where its aux-hidden-state contract broke (broken before that since "
+        "v0.5.9: missing set_eagle3_layers_to_capture) · fixed in v0.5.22"
+    ) in text
+
+
+@pytest.mark.realdata
+def test_the_status_column_lines_up_when_an_algorithm_name_is_long(tracker: Tracker) -> None:
+    result = tracker("triage", KIMI_ERROR, "--at", "v0.5.23", "--source", "pypi")
+    assert result.exit_code == 0, result.stderr
+    rows = result.stdout.split("\nstatus at v0.5.23:\n", 1)[1].splitlines()
+    rows = [row for row in rows if row.startswith("  ✓ ")]
+    assert any("FROZEN_KV_MTP" in row for row in rows)
+    assert len({row.index(" ok") for row in rows}) == 1, rows

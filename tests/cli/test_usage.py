@@ -100,6 +100,53 @@ def test_the_command_list_shows_each_first_sentence_whole_at_any_width(columns: 
         assert summary.endswith("."), (name, summary)
 
 
+def help_text(*args: str, columns: int = 80) -> str:
+    result = subprocess.run(
+        [sys.executable, "-m", "tracker", *args, "--help"],
+        capture_output=True,
+        text=True,
+        check=True,
+        env={**os.environ, "COLUMNS": str(columns)},
+    )
+    return result.stdout
+
+
+def test_the_top_level_help_fits_in_80_columns() -> None:
+    text = help_text()
+    assert [line for line in text.splitlines() if len(line) > 80] == []
+
+
+def test_the_top_level_help_names_dir_path_as_a_version_and_what_needs_the_archive() -> None:
+    text = " ".join(help_text().split("Options:")[0].split())
+    assert "and dir:PATH: a patched tree or an unpacked release" in text
+    assert (
+        "fix, graph, facts and snapshot read the release's source: its archive is "
+        "downloaded (once, then cached) even when its snapshot ships" in text
+    )
+
+
+@pytest.mark.parametrize("command", ["fix", "graph", "triage"])
+def test_the_commands_that_read_a_release_archive_say_so(command: str) -> None:
+    text = " ".join(help_text(command).split("Options:")[0].split())
+    assert "a release's archive is downloaded (once, then cached) even when its snapshot" in text
+
+
+@pytest.mark.parametrize("command", ["fetch", "versions"])
+def test_commands_that_read_no_snapshot_offer_no_no_shipped(command: str) -> None:
+    assert "--no-shipped" not in help_text(command)
+    assert "--no-shipped" in help_text("interface")
+
+
+def test_every_option_of_every_command_has_help_text() -> None:
+    bare = [
+        f"{name} {param.opts[0]}"
+        for name, command in cli.commands.items()
+        for param in command.params
+        if isinstance(param, click.Option) and not param.help
+    ]
+    assert bare == []
+
+
 def test_a_summary_is_the_whole_first_sentence_or_the_explicit_short_help() -> None:
     long = click.Command("x", help="One sentence " + "that goes on " * 20 + "to here. Then more.")
     assert command_summary(long) == "One sentence " + "that goes on " * 20 + "to here."
@@ -117,6 +164,16 @@ def test_a_summary_is_the_whole_first_sentence_or_the_explicit_short_help() -> N
         (["--bogus"], "No such option '--bogus' (see tracker --help)"),
         (["nosuch"], "No such command 'nosuch' (see tracker --help)"),
         (["diff", "v0.5.8"], "Missing argument 'NEW' (see tracker diff --help)"),
+        (
+            ["diff", "v0.5.5..v0.5.23"],
+            "diff compares two versions, not a range: tracker diff v0.5.5 v0.5.23 "
+            "(see tracker diff --help)",
+        ),
+        (
+            ["changelog", "v0.5.8..v0.5.9", "-a", "EAGLE3"],
+            "changelog compares two versions, not a range: tracker changelog v0.5.8 v0.5.9 "
+            "(see tracker changelog --help)",
+        ),
         (
             ["diff", "v0.5.8", "v0.5.9", "--format", "xml"],
             "Invalid value for '--format': 'xml' is not one of 'text', 'md', 'json' "

@@ -1,6 +1,13 @@
 """Every release from the first with a speculative worker (v0.4.1.post4) on: the analysis
-runs, finds the EAGLE worker and the target members the EAGLE algorithms have always needed,
-and the shipped snapshots are current."""
+finds the EAGLE worker and the target members the EAGLE algorithms have always needed, and
+the shipped snapshots are current.
+
+Every release's answer is read from its shipped snapshot, which is that analysis: each
+snapshot names the builder (tool, queries, rules, analysis code) that made it and must be
+the current one (`test_every_shipped_snapshot_is_current...`; tools/refresh_snapshots.py
+rebuilds them all from the release archives), and a few are rebuilt from their archives
+here and compared byte for byte. So the suite downloads only the archives it analyses,
+not all 85 releases."""
 
 from __future__ import annotations
 
@@ -13,7 +20,7 @@ from packaging.version import Version
 from tracker.analysis.compat import ModelCheck
 from tracker.analysis.externals import load_inventory
 from tracker.analysis.roles import load_rules
-from tracker.compare.snapshot import current_builder, load_file, shipped_dir, to_json
+from tracker.compare.snapshot import Snapshot, current_builder, load_file, shipped_dir, to_json
 from tracker.compare.workspace import Workspace
 from tracker.sources import open_source
 from tracker.sources.versions import parse_version, sort_versions
@@ -47,13 +54,18 @@ def test_every_shipped_snapshot_is_current_and_holds_no_source_text(version: str
     assert "def " not in text and "import " not in text  # facts, never code
 
 
+def shipped(version: str) -> Snapshot:
+    """The release's shipped snapshot: its analysis by the current builder."""
+    snap = load_file(shipped_dir() / f"{version}.json")
+    assert snap is not None and snap.builder == current_builder(), version
+    return snap
+
+
 @pytest.mark.parametrize("version", SHIPPED)
-def test_every_release_analyses_and_finds_the_eagle_worker(
-    version: str, use_real_cache: Path
+def test_every_release_s_analysis_finds_the_eagle_worker_and_its_target_members(
+    version: str,
 ) -> None:
-    ws = Workspace(open_source("pypi", None, Path.cwd()), use_shipped=False)
-    snap = ws.snapshot_of(ws.source, version)
-    itf = snap.interface
+    itf = shipped(version).interface
     algorithms = ["EAGLE", "EAGLE3"] if parse_version(version) >= FIRST_EAGLE3 else ["EAGLE"]
     assert set(algorithms) <= set(itf.algorithms)
     assert ("EAGLE3" in itf.algorithms) == ("EAGLE3" in algorithms)
@@ -181,15 +193,17 @@ def unknown_before(version: str) -> dict[str, str]:
 
 
 def eagle3_targets(version: str) -> list[ModelCheck]:
-    ws = Workspace(open_source("pypi", None, Path.cwd()), use_shipped=False)
-    snap = ws.snapshot_of(ws.source, version)
-    return [c for c in snap.compat.checks if c.algorithm == "EAGLE3" and c.role == "target"]
+    checks = shipped(version).compat.checks
+    return [c for c in checks if c.algorithm == "EAGLE3" and c.role == "target"]
+
+
+# Where the MRO through the package that re-exports EVS is checked on the index itself:
+# the first release with such a class and the newest (its three classes are there).
+EVS_INDEXED = {"v0.5.8", "v0.5.23"}
 
 
 @pytest.mark.parametrize("version", SINCE_V0_4_10)
-def test_at_most_one_eagle3_target_row_is_unknown_and_it_names_why(
-    version: str, use_real_cache: Path
-) -> None:
+def test_at_most_one_eagle3_target_row_is_unknown_and_it_names_why(version: str) -> None:
     unknown = [c for c in eagle3_targets(version) if c.status == "unknown"]
     assert len(unknown) <= 1, [c.model for c in unknown]
     for check in unknown:
@@ -213,7 +227,7 @@ def test_every_row_unknown_before_has_a_verdict_with_its_evidence(
     pinned = load_inventory().releases[version]["transformers"]
     followed = [m for m, reason in before.items() if reason == "evs_module.EVS"]
     index = None
-    if followed:
+    if followed and version in EVS_INDEXED:
         ws = Workspace(open_source("pypi", None, Path.cwd()), use_shipped=False)
         index = ws.analyse(ws.source, version).index
     for model, reason in before.items():
@@ -232,7 +246,7 @@ def test_every_row_unknown_before_has_a_verdict_with_its_evidence(
             assert FORWARDED_TO[model] in wheres, check
         else:
             # The base, followed through the package that re-exports it.
-            assert index is not None
-            key = next(k for k in index.classes_named(model) if ".models." in k)
-            assert "sglang.srt.multimodal.evs.evs_module:EVS" in index.mro(key)[0]
             assert all(p.how != "unknown" for p in check.provisions), check
+            if index is not None:
+                key = next(k for k in index.classes_named(model) if ".models." in k)
+                assert "sglang.srt.multimodal.evs.evs_module:EVS" in index.mro(key)[0]

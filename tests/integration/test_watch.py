@@ -328,6 +328,16 @@ def test_watch_needs_exactly_one_destination(tmp_path: Path) -> None:
         assert "give exactly one of --out DIR and --post OWNER/REPO" in result.stderr
 
 
+def test_a_dry_run_alone_says_it_needs_a_destination_and_why() -> None:
+    result = run("watch", "--dry-run", "--source", "pypi")
+    assert result.exit_code == 2
+    assert result.stderr == (
+        "tracker: error: --dry-run needs the destination it would file to, to leave out "
+        "what is filed there already: add --out DIR or --post OWNER/REPO (a dry run needs "
+        "no token)\n"
+    )
+
+
 def test_posting_without_a_token_stops_before_anything_is_read(tmp_path: Path) -> None:
     result = run(
         "watch",

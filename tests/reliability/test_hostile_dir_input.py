@@ -106,7 +106,27 @@ def test_a_model_file_with_syntax_errors_still_gives_an_answer_and_a_warning_nam
     assert len(warnings) == 1, stderr
     assert "python/sglang/srt/models/odd.py" in warnings[0]
     assert "syntax error" in warnings[0]
-    assert "line(s) 4" in warnings[0]
+    assert "has a syntax error at line 4: " in warnings[0]
+
+
+def test_a_syntax_error_is_reported_at_the_line_python_gives_not_at_tree_sitters(
+    sgl_dir: MakeDir,
+) -> None:
+    worker = f"{SRT}speculative/eagle_worker.py"
+    lines = (sgl_dir("probe") / worker).read_text().splitlines(keepends=True)
+    # An unclosed call in __init__, before the target's call: tree-sitter's ERROR node
+    # starts at the top of the file.
+    at = next(i for i, line in enumerate(lines) if "get_embed_and_head()" in line)
+    lines.insert(at, "        self.oops = dict(\n")
+    root = sgl_dir("unclosed", {worker: "".join(lines)})
+    facts = extract_facts(worker, "x", "".join(lines).encode())
+    assert at + 1 not in facts.error_lines  # what the warning said before
+    _, stderr = _interface(root)
+    (warning,) = [line for line in stderr if line.startswith("tracker: warning:")]
+    assert warning == (
+        f"tracker: warning: local: {worker} has a syntax error at line {at + 1}: "
+        "'(' was never closed; analysed what tree-sitter recovered"
+    )
 
 
 def test_a_worker_file_with_a_syntax_error_elsewhere_keeps_the_requirements_it_still_shows(

@@ -1,5 +1,7 @@
 """Validating the tool's JSON documents against the schemas it ships (`schemas/`): each
-document names its schema in its `schema` field; the schemas refer to each other by `$id`."""
+document names its schema in its `schema` field (`sglang-tracker/NAME@N`), whose `$id` is
+`https://sglang-tracker.dev/schemas/NAME@N.json`; the schemas refer to each other by
+relative references to those ids (`common@2.json#/$defs/site`)."""
 
 from __future__ import annotations
 
@@ -11,6 +13,14 @@ from jsonschema import Draft202012Validator
 from referencing import Registry, Resource
 
 from tracker.common.resources import schemas_dir
+
+SCHEMA_BASE = "https://sglang-tracker.dev/schemas/"
+DOCUMENT_PREFIX = "sglang-tracker/"
+
+
+def schema_uri(document_schema: str) -> str:
+    """The `$id` of the schema a document names in its `schema` field."""
+    return SCHEMA_BASE + document_schema.removeprefix(DOCUMENT_PREFIX) + ".json"
 
 
 @functools.cache
@@ -24,16 +34,20 @@ def schemas() -> dict[str, dict[str, Any]]:
 
 
 @functools.cache
-def _registry() -> Registry:
-    return Registry().with_resources(
-        (sid, Resource.from_contents(schema)) for sid, schema in schemas().items()
-    )
+def registry() -> Registry:
+    """Every schema, each under its own `$id` (nothing mapped by hand: what any validator
+    given the files does)."""
+    resources = [Resource.from_contents(schema) for schema in schemas().values()]
+    return (resources @ Registry()).crawl()
 
 
 def validator(schema_id: str) -> Draft202012Validator:
+    """The validator of a schema, by its `$id` or by a document's `schema` id."""
+    if not schema_id.startswith(SCHEMA_BASE):
+        schema_id = schema_uri(schema_id)
     if schema_id not in schemas():
         raise AssertionError(f"no schema with $id {schema_id!r} in {schemas_dir()}")
-    return Draft202012Validator(schemas()[schema_id], registry=_registry())
+    return Draft202012Validator(schemas()[schema_id], registry=registry())
 
 
 def errors(doc: Any, schema_id: str | None = None) -> list[str]:

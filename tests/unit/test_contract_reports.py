@@ -104,7 +104,9 @@ def test_the_diff_text_names_the_rule_and_both_sites_not_missing_members() -> No
 def test_the_diff_markdown_links_both_sites_of_a_contract_break_at_the_new_tag() -> None:
     _a, _b, d = pair(OK, NO_PAIR)
     md = render("diff", "md", diff_document(d, "dir:/tree"))
-    assert f"- **model_wrapper_contract_broke**: {MODEL} provides the members but breaks" in md
+    assert (
+        f"- **broke, the aux-hidden-state contract**: {MODEL} provides the members but breaks"
+    ) in md
     link = "https://github.com/sgl-project/sglang/blob/v2/python/sglang/srt/models/dec.py#L"
     assert f"([models/dec.py:{UNPACK}]({link}{UNPACK}))" in md
     assert f"([models/dec.py:{DECODER_FORWARD}]({link}{DECODER_FORWARD}))" in md
@@ -335,18 +337,26 @@ def test_check_shows_a_contract_it_could_not_follow_only_on_rows_it_shows() -> N
     )
 
 
-def test_sarif_puts_a_contract_break_at_its_first_site_with_the_others_related() -> None:
+def test_sarif_puts_a_contract_break_in_the_class_file_with_every_site_related() -> None:
     b = built(NO_PAIR, "v1")
     checks = [c for c in b.compat.checks if c.model == MODEL and c.algorithm == "EAGLE3"]
     doc = check_document(b.compat, checks, "v1", "v1", "dir:/tree")
     doc["requirements"] = {}
-    (result,) = check_sarif(doc, RenderOptions())["runs"][0]["results"]
-    assert (result["ruleId"], result["properties"]["rule"]) == (
+    entry = next(e for e in b.compat.entries if e.name == MODEL)
+    log = check_sarif(doc, RenderOptions(), {MODEL: entry.line})
+    (result,) = log["runs"][0]["results"]
+    assert (result["ruleId"], result["properties"]["rules"]) == (
         "model_wrapper_contract_broken",
-        "aux_never_returned",
+        ["aux_never_returned"],
     )
-    lines = [
-        loc["physicalLocation"].get("region", {}).get("startLine")
-        for loc in result["locations"] + result["relatedLocations"]
+    (primary,) = result["locations"]
+    assert primary["physicalLocation"] == {
+        "artifactLocation": {"uri": entry.path},
+        "region": {"startLine": entry.line},
+    }
+    related = [
+        (loc["physicalLocation"]["region"]["startLine"], loc["message"]["text"])
+        for loc in result["relatedLocations"]
     ]
-    assert lines == [UNPACK, DECODER_FORWARD, None]  # the last: the wrapper's file
+    assert [line for line, _ in related] == [UNPACK, DECODER_FORWARD]
+    assert all(text for _, text in related)

@@ -204,6 +204,15 @@ def test_an_arity_change_says_the_old_and_the_new_number_of_arguments() -> None:
     )
 
 
+def test_an_arity_change_to_one_argument_says_it_in_the_singular() -> None:
+    new, old, _ = PAIRS["call_arity_changed"]
+    a, b = built(frozen(old)), built(frozen(new))
+    (change,) = diff(a.interface, a.compat, b.interface, b.compat, ("EAGLE3",)).changes
+    assert change.message == (
+        "set_eagle3_layers_to_capture on the target model is now called with 1 argument (was 2)"
+    )
+
+
 def test_a_new_class_lacking_what_its_inner_model_has_is_a_new_break() -> None:
     a, b = built(()), built(frozen({"models/new_vl.py": NEW_WRAPPER}))
     result = diff(a.interface, a.compat, b.interface, b.compat, ("EAGLE3",))

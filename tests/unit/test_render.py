@@ -8,7 +8,16 @@ from pathlib import Path
 from sgl_trees import BASE, build, line_of
 
 from tracker.compare.diff import diff
-from tracker.render.documents import RenderOptions, diff_document, interface_document, render
+from tracker.compare.matrix import build_matrix
+from tracker.compare.snapshot import Builder, Snapshot
+from tracker.render.documents import (
+    RenderOptions,
+    diff_document,
+    interface_document,
+    matrix_document,
+    render,
+)
+from tracker.sources.base import SourceIdentity
 
 WORKER = BASE["speculative/eagle_worker.py"]
 CALL = "        embed, head = self.target_worker.model_runner.model.get_embed_and_head()\n"
@@ -107,8 +116,10 @@ def test_a_template_compiled_without_the_escaping_is_never_loaded_from_the_cache
         lstrip_blocks=True,
         keep_trailing_newline=True,
     )
-    for name in ("short", "site", "link", "call", "code", "block", "prose"):
+    for name in ("short", "site", "link", "call", "code", "block", "prose", "plural"):
         earlier.filters[name] = lambda *args: str(args[0])
+    earlier.filters["column_labels"] = lambda *args: []
+    earlier.globals["marks"] = {}
     for name in earlier.list_templates(filter_func=lambda n: "/" not in n):
         earlier.get_template(name)
     assert list((cache_root() / "templates").iterdir())
@@ -161,3 +172,44 @@ def test_a_column_is_as_wide_as_its_names_are_shown() -> None:
     assert {m.group(2) for m in rows} >= {"get_embed_and_head", "x\\x1b]0;pwned\\x07"}
     # The column after the names starts at one place, the hostile name's row too.
     assert len({m.start(3) for m in rows}) == 1, [m.group() for m in rows]
+
+
+def matrix_text(versions: list[str]) -> list[str]:
+    snaps = [snapshot(v) for v in versions]
+    doc = matrix_document(build_matrix(snaps, "EAGLE3", ("target",), None, True), "t")
+    doc["events_only"] = False
+    return render("matrix", "text", doc).splitlines()
+
+
+def snapshot(version: str) -> Snapshot:
+    built = build(None, version)
+    identity = SourceIdentity("git", "/repo", version, "r")
+    return Snapshot(version, identity, "d", Builder("t", "q", "r"), built.interface, built.compat)
+
+
+def legend_of(lines: list[str]) -> list[str]:
+    start = next(i for i, line in enumerate(lines) if line.startswith("legend: "))
+    end = lines.index("", start)
+    return lines[start:end]
+
+
+def test_each_matrix_column_names_its_version_downwards_above_it() -> None:
+    versions = ["v1.0.9", "v1.0.10", "v1.0.10.post1", "v1.0.11"]
+    lines = matrix_text(versions)
+    grid = next(i for i, line in enumerate(lines) if line.startswith("LlamaForCausalLM "))
+    start = lines[grid].index("✓")
+    header = [line.ljust(start + len(versions)) for line in lines[2:grid]]
+    columns = ["".join(line[start + i] for line in header).strip() for i in range(len(versions))]
+    assert columns == ["9", "10", "10p1", "11"]
+    assert " ".join(" ".join(legend_of(lines)).split()).endswith(
+        "above each column, its version after v1.0. read downwards (p1 = .post1)"
+    )
+
+
+def test_the_matrix_legend_wraps_at_80_columns_and_counts_in_the_singular() -> None:
+    lines = matrix_text(["v1.0.9"])
+    assert lines[0].startswith("EAGLE3 · 1 version (v1.0.9 … v1.0.9) · 2 model classes")
+    assert "  (1 class appeared supported)" in lines
+    legend = legend_of(lines)
+    assert len(legend) > 1
+    assert all(len(line) <= 80 for line in legend)

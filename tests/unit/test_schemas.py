@@ -10,12 +10,14 @@ import hashlib
 import json
 import re
 import tomllib
+import urllib.parse
 from pathlib import Path
 from typing import Any
 
 import pytest
 from jsonschema import Draft202012Validator
-from schema_check import errors, schemas
+from referencing import Registry, Resource
+from schema_check import errors, schema_uri, schemas
 
 from tracker.analysis.compat import Compat
 from tracker.analysis.contract import ContractRule
@@ -32,8 +34,9 @@ from tracker.sources.base import SourceIdentity
 
 ROOT = Path(__file__).resolve().parents[2]
 GOLDENS = ROOT / "tests" / "cli" / "goldens"
-SHARED = "sglang-tracker/common@2"
+SHARED = "https://sglang-tracker.dev/schemas/common@2.json"
 SCHEMA_ID = re.compile(r"sglang-tracker/([a-z][a-z-]*)@([0-9]+)")
+SCHEMA_URI = re.compile(r"https://sglang-tracker\.dev/schemas/([a-z][a-z-]*)@([0-9]+)\.json")
 # Ids in the code that name no JSON document a user receives, and why.
 NOT_WRITTEN = {
     # The report's document is rendered into index.html, never written as JSON.
@@ -71,17 +74,51 @@ def test_every_schema_file_is_draft_2020_12_and_named_after_its_id() -> None:
         schema = json.loads(path.read_text(encoding="utf-8"))
         assert schema["$schema"] == "https://json-schema.org/draft/2020-12/schema", path.name
         Draft202012Validator.check_schema(schema)
-        match = SCHEMA_ID.fullmatch(schema["$id"])
+        match = SCHEMA_URI.fullmatch(schema["$id"])
         assert match is not None and f"{match.group(1)}.schema.json" == path.name
+
+
+def refs_in(node: Any) -> list[str]:
+    if isinstance(node, dict):
+        here = [node["$ref"]] if isinstance(node.get("$ref"), str) else []
+        return here + [r for value in node.values() for r in refs_in(value)]
+    if isinstance(node, list):
+        return [r for value in node for r in refs_in(value)]
+    return []
+
+
+def test_every_schema_id_is_an_absolute_uri_its_references_resolve_against() -> None:
+    # Draft 2020-12 wants an absolute URI as a root schema's $id; relative references
+    # (`common@2.json#/$defs/site`) are resolved against it. A validator given the files
+    # and nothing else (each schema under its own $id, as `resources @ Registry()` does,
+    # or ajv's addSchema) then finds every reference.
+    loaded = [json.loads(p.read_text(encoding="utf-8")) for p in schemas_dir().glob("*.json")]
+    registry = ([Resource.from_contents(s) for s in loaded] @ Registry()).crawl()
+    seen = 0
+    for schema in loaded:
+        parts = urllib.parse.urlsplit(schema["$id"])
+        assert (parts.scheme, parts.netloc) == ("https", "sglang-tracker.dev"), schema["$id"]
+        resolver = registry.resolver(base_uri=schema["$id"])
+        for ref in refs_in(schema):
+            resolver.lookup(ref)  # raises Unresolvable for a reference that names nothing
+            seen += 1
+    assert seen > 100
+
+
+def test_a_document_keeps_its_own_schema_id_which_names_its_schema_file() -> None:
+    for name in GOLDEN_JSON:
+        doc = _golden(name)
+        assert SCHEMA_ID.fullmatch(doc["schema"]), name
+        assert schema_uri(doc["schema"]) in schemas()
 
 
 def test_every_document_id_the_code_writes_has_a_schema_and_every_schema_is_used() -> None:
     emitted = ids_in_code()
     assert emitted >= NOT_WRITTEN, "an id listed as not written is gone from the code"
-    documents = set(schemas()) - {SHARED}
-    assert emitted - NOT_WRITTEN == documents
-    for sid in documents:
-        assert schemas()[sid]["properties"]["schema"] == {"const": sid}
+    documents = {schema_uri(sid): sid for sid in emitted - NOT_WRITTEN}
+    assert set(documents) == set(schemas()) - {SHARED}
+    for uri, sid in documents.items():
+        assert schemas()[uri]["properties"]["schema"] == {"const": sid}
 
 
 def test_the_wheel_ships_the_schemas_next_to_the_queries() -> None:
@@ -179,7 +216,7 @@ def _first(doc: Any, key: str) -> dict[str, Any] | None:
 @pytest.mark.parametrize("name", GOLDEN_JSON)
 def test_a_golden_missing_a_required_field_fails_validation(name: str) -> None:
     doc = json.loads((GOLDENS / name).read_text(encoding="utf-8"))
-    for field in schemas()[doc["schema"]]["required"]:
+    for field in schemas()[schema_uri(doc["schema"])]["required"]:
         broken = copy.deepcopy(doc)
         del broken[field]
         problems = errors(broken, doc["schema"])

@@ -40,7 +40,24 @@ class OneLineUsageError(click.UsageError):
 def _one_line(error: click.UsageError) -> click.UsageError:
     if isinstance(error, (OneLineUsageError, click.exceptions.NoArgsIsHelpError)):
         return error  # already one line / a bare `tracker`, which shows the help
-    return OneLineUsageError(error.format_message(), error.ctx)
+    return OneLineUsageError(_range_for_two(error) or error.format_message(), error.ctx)
+
+
+def _range_for_two(error: click.UsageError) -> str:
+    """For `diff A..B` (a command that compares two versions, given a range): the two
+    versions it takes instead, else ""."""
+    ctx = error.ctx
+    if not isinstance(error, click.MissingParameter) or ctx is None or error.param is None:
+        return ""
+    given = ctx.params.get("old")
+    if error.param.name != "new" or not isinstance(given, str) or ".." not in given:
+        return ""
+    first, _, last = given.partition("..")
+    name = ctx.command_path
+    return (
+        f"{ctx.info_name} compares two versions, not a range: {name} {first or 'OLD'} "
+        f"{last or 'NEW'}"
+    )
 
 
 def command_summary(command: click.Command) -> str:
@@ -109,9 +126,19 @@ def cli() -> None:
     between two versions, and which model wrappers break.
 
     \b
-    Versions: v0.5.9, 0.5.9, v0.5.8.post1, latest, ranges v0.5.8..v0.5.12, and for git any
-    commit-ish. Sources: the released archives on PyPI (default), a git repository
-    (--repo / TRACKER_REPO / the checkout you are in), or a directory (--source dir:PATH).
+    Versions: v0.5.9, 0.5.9, v0.5.8.post1, latest, ranges v0.5.8..v0.5.12,
+    any commit-ish of a git source, and dir:PATH: a patched tree or an
+    unpacked release (tracker check dir:PATH -a EAGLE3).
+    Sources: the released archives on PyPI (default), a git repository
+    (--repo / TRACKER_REPO / the checkout you are in), or a directory
+    (--source dir:PATH).
+
+    \b
+    A release's shipped snapshot answers interface, diff, check, matrix,
+    history, why, changelog and report without its archive. fix, graph, facts and
+    snapshot read the release's source: its archive is downloaded (once,
+    then cached) even when its snapshot ships; triage, issues and watch
+    download it to print a patch.
 
     \b
     Exit codes: 0 success, 1 a requested check failed, 2 bad usage or input.

@@ -23,6 +23,7 @@ from tracker.cli.options import (
     reverse_option,
     say,
     snapshot_pair,
+    source_only_options,
     source_options,
 )
 from tracker.common.errors import TrackerError
@@ -33,7 +34,7 @@ if TYPE_CHECKING:
 
 
 @click.command()
-@source_options
+@source_only_options
 @format_option("text", "json")
 def versions(ws: Workspace, fmt: str) -> None:
     """List the versions a source has, oldest first.
@@ -59,7 +60,7 @@ def versions(ws: Workspace, fmt: str) -> None:
 
 
 @click.command()
-@source_options
+@source_only_options
 def fetch(ws: Workspace) -> None:
     """Update a cloned repository's tags (git) or the list of releases (pypi)."""
     say(ws.source.fetch(), err=False)

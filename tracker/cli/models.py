@@ -81,8 +81,8 @@ def _kinds(kind: str) -> tuple[str, ...]:
 @click.option(
     "--fail-on",
     type=click.Choice(["broken", "unknown", "at-risk"]),
-    help="Exit 1 when a selected model is broken; `unknown`: broken or unknown; `at-risk`: "
-    "broken, unknown, or lacking a member needed only under a condition.",
+    help="Exit 1 when a selected model is broken, unsupported ones included; `unknown`: broken "
+    "or unknown; `at-risk`: broken, unknown, or lacking a member needed only under a condition.",
 )
 @source_options
 @config_option
@@ -108,7 +108,11 @@ def check(
     Each class is checked in the roles its kind implies: a generative class as the target,
     and as the draft where the algorithm loads such classes as its draft (`--kind draft`
     or `all` shows those rows); a draft class as the draft of its algorithms. `--role`
-    checks the named classes in one role, whatever their kind."""
+    checks the named classes in one role, whatever their kind.
+
+    A broken class that provides none of the members, and whose inner model and module
+    neighbours do not either, reads "unsupported": it never took the algorithm up (it is
+    still broken for --fail-on, and in JSON `status`)."""
     from tracker.compare.snapshot import pick_algorithms
     from tracker.render.documents import check_document
 
@@ -146,7 +150,7 @@ def check(
     doc["explain_kinds"] = explain_kinds
     doc["fix_options"] = fix_options
     flush_warnings(ws)
-    emit(_check_output(doc, fmt, render_options, show_all))
+    emit(_check_output(doc, fmt, render_options, show_all, compat))
     bad = {"broken"} if fail_on == "broken" else {"broken", "unknown"} if fail_on else set()
     # Accepted breaks (tracker.toml) are reported above but fail nothing.
     if any(c.status in bad and not c.accepted for c in selected):
@@ -156,13 +160,15 @@ def check(
 
 
 def _check_output(
-    doc: dict[str, Any], fmt: str, render_options: RenderOptions, show_all: bool
+    doc: dict[str, Any], fmt: str, render_options: RenderOptions, show_all: bool, compat: Compat
 ) -> str:
     from tracker.render.documents import document_json, render
     from tracker.render.sarif import check_sarif
 
     if fmt == "sarif":
-        return document_json(check_sarif(doc, render_options))
+        # Each alert sits in its class's file, at the line its snapshot records.
+        lines = {e.name: e.line for e in compat.entries}
+        return document_json(check_sarif(doc, render_options, lines))
     return render("check", fmt, doc, replace(render_options, show_all=show_all))
 
 
@@ -431,7 +437,10 @@ def fix(
 
     Exits 1 when the patch leaves the class broken: a member no inner model provides, or an
     inner attribute that another branch of `__init__` fills with a class lacking the member
-    (the lines on stderr say which)."""
+    (the lines on stderr say which).
+
+    Reads VERSION's source files: a release's archive is downloaded (once, then cached)
+    even when its snapshot ships with the tool."""
     from tracker.analysis.compat import build_compat, class_key_for
     from tracker.compare.snapshot import pick_algorithms
     from tracker.release.fixpatch import build_patch
@@ -502,7 +511,13 @@ def _partial_lines(model: str, patch: Any) -> list[str]:
 @click.argument("name", metavar="MEMBER|CLASS")
 @click.option("--at", "version", required=True, help="The version to explain.")
 @algorithm_option()
-@click.option("--role", type=click.Choice(["target", "draft"]), default=None)
+@click.option(
+    "--role",
+    type=click.Choice(["target", "draft"]),
+    default=None,
+    help="For a MEMBER: only what the algorithm requires of this model (default: of both). "
+    "A CLASS is explained in the role it is checked in.",
+)
 @click.option(
     "-m", "--model", "model", help="Also how this entry class provides it, and its contract."
 )

@@ -54,38 +54,55 @@ class Failed(Exception):
 
 def source_options(func: F) -> F:
     """--source/--repo/--no-shipped/--quiet, turned into the `ws` (Workspace) argument."""
+    return _source_options(func, shipped=True)
 
-    @click.option(
-        "--source",
-        "source",
-        metavar="SOURCE",
-        help="Where SGLang comes from: pypi, git:PATH_OR_URL or dir:PATH. "
-        "Default: --repo/TRACKER_REPO, the SGLang checkout you are in, else pypi.",
-    )
-    @click.option(
-        "--repo",
-        envvar="TRACKER_REPO",
-        metavar="PATH_OR_URL",
-        help="An SGLang git repository (local path or URL) to read tags from.",
-    )
-    @click.option(
-        "--no-shipped",
-        is_flag=True,
-        help="Ignore the snapshots shipped with the tool; analyse the source.",
-    )
-    @click.option("-q", "--quiet", is_flag=True, help="No progress output.")
+
+def source_only_options(func: F) -> F:
+    """--source/--repo/--quiet into `ws`, for a command that reads no snapshot (`fetch`,
+    `versions`), where --no-shipped would mean nothing."""
+    return _source_options(func, shipped=False)
+
+
+def _source_options(func: F, shipped: bool) -> F:
     @functools.wraps(func)
     def wrapper(
         *args: Any,
         source: str | None,
         repo: str | None,
-        no_shipped: bool,
         quiet: bool,
+        no_shipped: bool = False,
         **kwargs: Any,
     ) -> Any:
         return func(*args, ws=_workspace(source, repo, no_shipped, quiet), **kwargs)
 
-    return wrapper  # type: ignore[return-value]
+    decorated: Any = wrapper
+    options = [
+        click.option(
+            "--source",
+            "source",
+            metavar="SOURCE",
+            help="Where SGLang comes from: pypi, git:PATH_OR_URL or dir:PATH. "
+            "Default: --repo/TRACKER_REPO, the SGLang checkout you are in, else pypi.",
+        ),
+        click.option(
+            "--repo",
+            envvar="TRACKER_REPO",
+            metavar="PATH_OR_URL",
+            help="An SGLang git repository (local path or URL) to read tags from.",
+        ),
+    ]
+    if shipped:
+        options.append(
+            click.option(
+                "--no-shipped",
+                is_flag=True,
+                help="Ignore the snapshots shipped with the tool; analyse the source.",
+            )
+        )
+    options.append(click.option("-q", "--quiet", is_flag=True, help="No progress output."))
+    for option in reversed(options):
+        decorated = option(decorated)
+    return decorated  # type: ignore[no-any-return]
 
 
 def config_option(func: F) -> F:

@@ -39,6 +39,7 @@ if TYPE_CHECKING:
     from tracker.analysis.compat import Compat
     from tracker.compare.diff import Change
     from tracker.compare.workspace import Workspace
+    from tracker.release.triage import ParsedError
     from tracker.release.watch import ReleaseOutcome, Sink, WatchResult
     from tracker.render.documents import RenderOptions
     from tracker.sources.base import Source
@@ -202,8 +203,8 @@ def _note_accepted(changes: list[Change]) -> None:
 @click.option(
     "--dry-run",
     is_flag=True,
-    help="Print what would be filed, commented and closed; send no write request, write "
-    "no file, leave the state file as it is.",
+    help="With --out or --post: print what would be filed, commented and closed there; "
+    "send no write request, write no file, leave the state file as it is.",
 )
 @format_option("text", "json")
 @rendering_options
@@ -234,6 +235,12 @@ def watch(
 
     from tracker.release.watch import run_watch
 
+    if out_dir is None and post is None and dry_run:
+        # A dry run still reads the destination: what is filed there already is not filed.
+        raise TrackerError(
+            "--dry-run needs the destination it would file to, to leave out what is filed "
+            "there already: add --out DIR or --post OWNER/REPO (a dry run needs no token)"
+        )
     if (out_dir is None) == (post is None):
         raise TrackerError("give exactly one of --out DIR and --post OWNER/REPO")
     with contextlib.ExitStack() as stack:
@@ -367,7 +374,7 @@ def _outcome_lines(outcome: ReleaseOutcome, dry_run_on: str | None = None) -> li
     "--at",
     "version",
     help="The version the error happened on (default: the one the traceback's file paths "
-    "name, else the latest release).",
+    "name, else the release whose recorded sites its frames are at, else the latest).",
 )
 @algorithms_option
 @click.option(
@@ -399,20 +406,28 @@ def triage(
     - to read it from stdin): which algorithms require the member, where, since which
     release and until which one it is broken, and the patch. Or "ValueError: too many
     values to unpack (expected 2)" from a forward (with -m CLASS): the aux-hidden-state
-    contract finding behind it, its sites and the release that fixes it."""
+    contract finding behind it, its sites and the release that fixes it.
+
+    Without --at, the version is the one the traceback's file paths name, else the newest
+    release whose recorded sites of the member (or contract sites) its frames are at;
+    when those releases disagree on the class, or none matches, it says in which
+    releases the class is broken that way. The patch is written from the version's source
+    files: a release's archive is downloaded (once, then cached) even when its snapshot
+    ships."""
     from tracker.compare.snapshot import pick_algorithms
     from tracker.release.triage import parse_error, triage_document
     from tracker.render.documents import render
 
     text = _message_text(message)
     error = parse_error(text)
-    src, resolved, origin = _triage_version(ws, version, text)
+    src, resolved, origin, candidates = _triage_version(ws, version, text, error.member)
     if origin != "--at":
         say(f"tracker: note: reading sglang {resolved} ({origin}); --at VERSION picks another")
     snap = ws.snapshot_of(src, resolved)
     chosen = pick_algorithms(
         snap.interface.algorithms, algorithms, aliases=snap.interface.aliases, note=note_line
     )
+    runs = _runs_when_undecided(ws, src, error, model, chosen, origin, candidates)
 
     def patch_for(check: Any) -> dict[str, Any] | None:
         from tracker.release.issues import patch_document
@@ -430,6 +445,8 @@ def triage(
         model=model,
         earlier=_earlier(ws, src, resolved),
         fix_options=ws.fix_options(src, resolved),
+        candidates=candidates,
+        runs=runs,
     )
     doc["version_from"] = origin
     flush_warnings(ws)
@@ -450,18 +467,24 @@ def _message_text(message: str) -> str:
     return message
 
 
-def _triage_version(ws: Workspace, version: str | None, text: str) -> tuple[Source, str, str]:
-    """(source, version, where the version came from): --at, else the traceback's file
-    paths, else the latest release."""
+def _triage_version(
+    ws: Workspace, version: str | None, text: str, member: str
+) -> tuple[Source, str, str, list[str]]:
+    """(source, version, where the version came from, the releases the traceback's frames
+    match): --at, else the traceback's file paths, else the newest release that records a
+    site of `member` where its frames are, else the latest release."""
     from tracker.release.triage import version_in_paths
 
     if version is not None:
-        return (*ws.resolve(version), "--at")
+        return (*ws.resolve(version), "--at", [])
     named = version_in_paths(text)
     if named is not None:
-        return (*ws.resolve(named), "from the traceback's file paths")
+        return (*ws.resolve(named), "from the traceback's file paths", [])
+    candidates, origin = _frame_candidates(ws, text, member)
+    if candidates:
+        return (*ws.resolve(candidates[-1]), origin, candidates)
     try:
-        return (*ws.resolve("latest"), "the latest release: the traceback names none")
+        return (*ws.resolve("latest"), "the latest release: the traceback names none", [])
     except SourceError:
         from tracker.compare.workspace import shipped_versions
 
@@ -473,7 +496,83 @@ def _triage_version(ws: Workspace, version: str | None, text: str) -> tuple[Sour
             shipped[-1],
             "the latest release with a shipped snapshot: the traceback names none "
             "and the package index cannot be reached",
+            [],
         )
+
+
+def _frame_candidates(ws: Workspace, text: str, member: str) -> tuple[list[str], str]:
+    """The releases whose shipped snapshots record a site of `member` where the
+    traceback's frames are, and how to say so; ([], "") when no frame is at one."""
+    from tracker.compare.snapshot import recorded_sites, shipped_dir
+    from tracker.release.triage import frames_in, releases_matching
+
+    frames = frames_in(text)
+    releases = _recorded_releases(ws) if frames else []
+    recorded = {v: recorded_sites(shipped_dir() / f"{v}.json") for v in releases}
+    found, at = releases_matching(frames, recorded, member)
+    if not found:
+        return [], ""
+    sites = ", ".join(f"{f.path.removeprefix('python/sglang/srt/')}:{f.line}" for f in at)
+    what = f"sites of {member}" if member else "aux-hidden-state contract sites"
+    if len(found) == 1:
+        return found, f"the traceback's frames match its {what}: {sites}"
+    span = f"{found[0]} … {found[-1]}" if len(found) > 2 else " and ".join(found)
+    return found, (
+        f"the newest of the {len(found)} releases whose {what} match the traceback's "
+        f"frames ({sites}): {span}"
+    )
+
+
+def _recorded_releases(ws: Workspace) -> list[str]:
+    """The releases of the source with a shipped snapshot, oldest first: every one for the
+    package index, those tagged for a repository; none for a directory."""
+    from tracker.compare.workspace import shipped_versions
+
+    if ws.source.kind == "pypi":
+        return shipped_versions()
+    if ws.source.kind != "git":
+        return []
+    try:
+        tags = set(ws.source.versions())
+    except SourceError:
+        return []
+    return [v for v in shipped_versions() if v in tags]
+
+
+def _runs_when_undecided(
+    ws: Workspace,
+    src: Source,
+    error: ParsedError,
+    model: str | None,
+    algorithms: tuple[str, ...],
+    origin: str,
+    candidates: list[str],
+) -> list[dict[str, str]]:
+    """Without a version given, when the frames matched no release or releases that
+    disagree on the class: the runs of releases in which it is broken the way the error
+    says, for "broken in vX, fixed in vY; pass --at". Empty when the version read is the
+    answer (given, named by the paths, the one release the frames match, or releases
+    that all agree)."""
+    from tracker.release.triage import broken_runs
+
+    name = model or (error.class_name if error.form in ("object", "class") else "")
+    given = origin in ("--at", "from the traceback's file paths")
+    if given or not name or src is not ws.source or len(candidates) == 1:
+        return []
+
+    def read(versions: list[str]) -> Iterator[tuple[str, Compat]]:
+        for v in versions:
+            yield v, ws.snapshot_of(src, v).compat
+
+    if candidates:
+        among = broken_runs(error, name, algorithms, read(candidates))
+        agree = not among or (
+            len(among) == 1
+            and (among[0]["first"], among[0]["last"]) == (candidates[0], candidates[-1])
+        )
+        if agree:
+            return []
+    return broken_runs(error, name, algorithms, read(_recorded_releases(ws)))
 
 
 def _earlier(ws: Workspace, src: Source, version: str) -> Iterator[tuple[str, Compat]]:

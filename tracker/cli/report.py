@@ -142,7 +142,8 @@ def graph(
 
     Every function on a call path from the algorithm's worker entry points to a function
     that touches the target or draft model, with its path:line, and each of those sites
-    marked with its role, member and status. Read from the version's source."""
+    marked with its role, member and status. Read from the version's source files: a
+    release's archive is downloaded (once, then cached) even when its snapshot ships."""
     from tracker.compare.snapshot import pick_algorithms
     from tracker.render.documents import document_json
     from tracker.render.graph_export import ROLES, build_graph, graph_document, to_dot, to_graphml

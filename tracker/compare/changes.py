@@ -44,30 +44,41 @@ class IssueSpec:
     closable: bool
     # The title when the class breaks the aux-hidden-state contract ({broken}: the rules).
     contract_title: str = ""
+    # When every member the class lacks is one the algorithm did not require before (the
+    # class never provided it: the interface moved, the class did not regress).
+    new_requirement_title: str = ""
+    new_requirement_labels: tuple[str, ...] = ()
 
 
 @dataclass(frozen=True)
 class KindInfo:
     """A change kind's metadata.
 
-    `message` is a template: {subject}; {role} "target" or "draft"; {algorithm}; {was} and
-    {now} the numbers of arguments of the calls before and after ("1", "0/1", "1+1kw").
+    `message` is a template: {subject}; {role} "target" or "draft"; {algorithm}; {was} the
+    numbers of arguments of the calls before ("1", "0/1", "1+1kw"), {now} those after with
+    their noun ("1 argument", "0/1 arguments").
     `area` is what changed: algorithm, member, output_field, config_key or model.
     `sign` is the direction: "+" added, "-" gone, "~" changed.
     `group` is where the change is listed: added/removed/changed for the interface, and
     broke/fixed/new_unsupported/new_supported/removed for model wrappers.
+    `label` names the change in every report (the kind's identifier is for JSON).
     """
 
     message: str
     area: str
     sign: str
     group: str
+    # The words reports put before the message, in every format ("new, unsupported").
+    label: str
     breaking: bool = False
     event: ModelEvent | None = None
     # The aux-hidden-state contract (tracker.analysis.contract), not a member, broke or
     # was fixed: its own kind, so an issue about it is its own issue.
     contract: bool = False
     issue: IssueSpec | None = None
+    # The label when the change is a new break (a new class lacking what its inner model
+    # or a class beside it provides), if that differs.
+    new_break_label: str = ""
 
 
 _MODEL_LABELS = ("model-wrapper",)
@@ -92,11 +103,11 @@ class ChangeKind(StrEnum):
 
     ALGORITHM_ADDED = (
         "algorithm_added",
-        KindInfo("new algorithm {subject}", "algorithm", "+", "added"),
+        KindInfo("new algorithm {subject}", "algorithm", "+", "added", "new algorithm"),
     )
     ALGORITHM_REMOVED = (
         "algorithm_removed",
-        KindInfo("algorithm {subject} is gone", "algorithm", "-", "removed"),
+        KindInfo("algorithm {subject} is gone", "algorithm", "-", "removed", "algorithm gone"),
     )
     MEMBER_NOW_REQUIRED = (
         "member_now_required",
@@ -105,6 +116,7 @@ class ChangeKind(StrEnum):
             "member",
             "+",
             "added",
+            "newly required",
             breaking=True,
             issue=IssueSpec(
                 "[{algorithm}] the {role} model must now provide {subject} ({version})",
@@ -115,7 +127,13 @@ class ChangeKind(StrEnum):
     )
     MEMBER_NOW_OPTIONAL = (
         "member_now_optional",
-        KindInfo("the {role} model's {subject} is now used when present", "member", "+", "added"),
+        KindInfo(
+            "the {role} model's {subject} is now used when present",
+            "member",
+            "+",
+            "added",
+            "newly used when present",
+        ),
     )
     MEMBER_NO_LONGER_REQUIRED = (
         "member_no_longer_required",
@@ -124,6 +142,7 @@ class ChangeKind(StrEnum):
             "member",
             "-",
             "removed",
+            "no longer required",
             # A removed member is news, not something a later release fixes.
             issue=IssueSpec(
                 "[{algorithm}] the {role} model no longer needs {subject} ({version})",
@@ -135,13 +154,21 @@ class ChangeKind(StrEnum):
     MEMBER_NO_LONGER_USED = (
         "member_no_longer_used",
         KindInfo(
-            "the {role} model's optional {subject} is no longer used", "member", "-", "removed"
+            "the {role} model's optional {subject} is no longer used",
+            "member",
+            "-",
+            "removed",
+            "no longer used",
         ),
     )
     MEMBER_BECAME_OPTIONAL = (
         "member_became_optional",
         KindInfo(
-            "{subject} on the {role} model is no longer always required", "member", "~", "changed"
+            "{subject} on the {role} model is no longer always required",
+            "member",
+            "~",
+            "changed",
+            "no longer always required",
         ),
     )
     MEMBER_BECAME_REQUIRED = (
@@ -151,6 +178,7 @@ class ChangeKind(StrEnum):
             "member",
             "~",
             "changed",
+            "now required",
             breaking=True,
             issue=IssueSpec(
                 "[{algorithm}] {subject} on the {role} model is now required ({version})",
@@ -162,30 +190,53 @@ class ChangeKind(StrEnum):
     CALL_ARITY_CHANGED = (
         "call_arity_changed",
         KindInfo(
-            "{subject} on the {role} model is now called with {now} arguments (was {was})",
+            "{subject} on the {role} model is now called with {now} (was {was})",
             "member",
             "~",
             "changed",
+            "called differently",
             breaking=True,
         ),
     )
     OUTPUT_FIELD_ADDED = (
         "output_field_added",
-        KindInfo("the forward output's {subject} is now read", "output_field", "+", "added"),
+        KindInfo(
+            "the forward output's {subject} is now read",
+            "output_field",
+            "+",
+            "added",
+            "new output field",
+        ),
     )
     OUTPUT_FIELD_REMOVED = (
         "output_field_removed",
         KindInfo(
-            "the forward output's {subject} is no longer read", "output_field", "-", "removed"
+            "the forward output's {subject} is no longer read",
+            "output_field",
+            "-",
+            "removed",
+            "output field no longer read",
         ),
     )
     CONFIG_KEY_ADDED = (
         "config_key_added",
-        KindInfo("configuration key {subject} is now read", "config_key", "+", "added"),
+        KindInfo(
+            "configuration key {subject} is now read",
+            "config_key",
+            "+",
+            "added",
+            "new configuration key",
+        ),
     )
     CONFIG_KEY_REMOVED = (
         "config_key_removed",
-        KindInfo("configuration key {subject} is no longer read", "config_key", "-", "removed"),
+        KindInfo(
+            "configuration key {subject} is no longer read",
+            "config_key",
+            "-",
+            "removed",
+            "configuration key no longer read",
+        ),
     )
     MODEL_WRAPPER_BROKE = (
         "model_wrapper_broke",
@@ -194,6 +245,7 @@ class ChangeKind(StrEnum):
             "model",
             "-",
             "broke",
+            "broke",
             breaking=True,
             event=ModelEvent.BROKE,
             issue=IssueSpec(
@@ -201,6 +253,9 @@ class ChangeKind(StrEnum):
                 (*_MODEL_LABELS, "regression"),
                 closable=True,
                 contract_title=_CONTRACT_TITLE,
+                new_requirement_title="[{algorithm}] {subject} lacks {missing}, newly required "
+                "of the {role} model (broken since {version})",
+                new_requirement_labels=(*_MODEL_LABELS, "interface-change"),
             ),
         ),
     )
@@ -210,6 +265,7 @@ class ChangeKind(StrEnum):
             "{subject} now provides what {algorithm} requires",
             "model",
             "+",
+            "fixed",
             "fixed",
             event=ModelEvent.FIXED,
         ),
@@ -221,6 +277,7 @@ class ChangeKind(StrEnum):
             "model",
             "-",
             "broke",
+            "broke, the aux-hidden-state contract",
             breaking=True,
             event=ModelEvent.BROKE,
             contract=True,
@@ -239,6 +296,7 @@ class ChangeKind(StrEnum):
             "model",
             "+",
             "fixed",
+            "fixed, the aux-hidden-state contract",
             event=ModelEvent.FIXED,
             contract=True,
         ),
@@ -250,7 +308,9 @@ class ChangeKind(StrEnum):
             "model",
             "+",
             "new_unsupported",
+            "new, unsupported",
             event=ModelEvent.APPEARED,
+            new_break_label="new, broken",
             issue=IssueSpec(
                 "[{algorithm}] new {subject} lacks {missing}{hint} ({version})",
                 (*_MODEL_LABELS, "new-model"),
@@ -267,13 +327,19 @@ class ChangeKind(StrEnum):
             "model",
             "+",
             "new_supported",
+            "new, supported",
             event=ModelEvent.APPEARED,
         ),
     )
     MODEL_WRAPPER_REMOVED = (
         "model_wrapper_removed",
         KindInfo(
-            "{subject} is no longer registered", "model", "-", "removed", event=ModelEvent.REMOVED
+            "{subject} is no longer registered",
+            "model",
+            "-",
+            "removed",
+            "removed",
+            event=ModelEvent.REMOVED,
         ),
     )
 
@@ -287,6 +353,14 @@ class ChangeKind(StrEnum):
     @property
     def message(self) -> str:
         return self.info.message
+
+    @property
+    def label(self) -> str:
+        return self.info.label
+
+    def label_for(self, new_break: bool) -> str:
+        """The label of a change of this kind, which may be a new break."""
+        return self.info.new_break_label if new_break and self.info.new_break_label else self.label
 
     @property
     def area(self) -> str:

@@ -38,7 +38,7 @@ class Change:
             role=self.role or "target",
             algorithm=self.algorithm,
             was=_arities(self.old),
-            now=_arities(self.new),
+            now=_arguments(_arities(self.new)),
         )
 
     @property
@@ -64,6 +64,13 @@ class Change:
 
 def _arities(side: object) -> str:
     return "/".join(side.arities) if isinstance(side, Requirement) else ""
+
+
+def _arguments(arities: str) -> str:
+    """ "1 argument", "0/1 arguments", "no arguments": the numbers with their noun."""
+    if arities in ("", "0"):
+        return "no arguments"
+    return f"{arities} argument{'' if arities == '1' else 's'}"
 
 
 @dataclass

@@ -480,6 +480,32 @@ def load_file(path: Path) -> Snapshot | None:
         return None
 
 
+# (repo path, line, function, member) of a recorded site: the member or field used there,
+# "" for a site of an aux-hidden-state contract finding (which records no function either).
+RecordedSite = tuple[str, int, str, str]
+
+
+def recorded_sites(path: Path) -> frozenset[RecordedSite]:
+    """Every site a snapshot file records (requirements, forward-output fields,
+    configuration keys, contract findings), read without building the snapshot: for
+    placing a traceback's frames in a release. Empty when the file cannot be read."""
+    try:
+        doc = json.loads(path.read_text(encoding="utf-8"))
+        found = {
+            (s["path"], s["line"], s["function"], r["member"])
+            for r in doc["requirements"]
+            for s in r["sites"]
+        }
+        for f in [*doc["output_fields"], *doc["config_keys"]]:
+            found |= {(s["path"], s["line"], s["function"], f["name"]) for s in f["sites"]}
+        for entry in doc["entry_classes"]:
+            for finding in entry.get("contract", ()):
+                found |= {(s["path"], s["line"], "", "") for s in finding["sites"]}
+    except (OSError, ValueError, KeyError, TypeError):
+        return frozenset()
+    return frozenset(found)
+
+
 def write_file(path: Path, snap: Snapshot) -> None:
     write_text_atomic(path, to_json(snap))
 

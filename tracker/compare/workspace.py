@@ -193,7 +193,7 @@ class Workspace:
             on_phase=self.feedback.phase,
             after_seeds=self._parse_next_ahead,
         )
-        file_warnings = _file_warnings(version, index)
+        file_warnings = _file_warnings(version, index, tree)
         content = content_key(index)
         same = self._by_content.get(content)
         if same is not None:
@@ -387,16 +387,20 @@ def _check_memo() -> CheckMemo:
     return CheckMemo()
 
 
-def _file_warnings(version: str, index: VersionIndex) -> list[str]:
-    """The version's files that could not be read, or only in part."""
+def _file_warnings(version: str, index: VersionIndex, tree: VersionTree) -> list[str]:
+    """The version's files that could not be read, or only in part; a syntax error at the
+    line Python gives (tracker.compare.syntax), else at tree-sitter's error lines."""
+    from tracker.compare.syntax import python_syntax_error
+
     out = []
     for facts in sorted(index.modules.values(), key=lambda f: f.path):
         if facts.problem:
             out.append(f"{version}: {facts.path}: {facts.problem}")
         elif facts.error_lines:
-            out.append(
-                f"{version}: {facts.path} has syntax errors at line(s) "
-                + ", ".join(map(str, facts.error_lines[:5]))
-                + "; analysed what tree-sitter recovered"
-            )
+            found = python_syntax_error(tree.read(facts.path))
+            if found is not None and found[0] > 0:
+                where = f"a syntax error at line {found[0]}: {found[1]}"
+            else:
+                where = "syntax errors at line(s) " + ", ".join(map(str, facts.error_lines[:5]))
+            out.append(f"{version}: {facts.path} has {where}; analysed what tree-sitter recovered")
     return out

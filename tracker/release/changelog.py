@@ -14,7 +14,8 @@ from tracker.analysis.compat import Compat, ModelCheck
 from tracker.analysis.interface import FieldUse, Interface, Requirement
 from tracker.compare.changes import ChangeKind
 from tracker.compare.diff import Change, Diff, rank
-from tracker.release.issues import BrokeIn, oversight
+from tracker.compare.support import oversight
+from tracker.release.issues import BrokeIn
 from tracker.render.documents import field_doc, finding_doc, requirement_doc
 
 SCHEMA = "sglang-tracker/changelog@2"

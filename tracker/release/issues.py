@@ -31,6 +31,7 @@ from tracker.analysis.interface import Interface, Requirement
 from tracker.common.errors import TrackerError
 from tracker.compare.changes import ChangeKind, ModelEvent
 from tracker.compare.diff import Change, Diff, rank
+from tracker.compare.support import oversight
 from tracker.render.documents import RenderOptions, check_doc, finding_doc, render, requirement_doc
 from tracker.render.inert import issue_title, json_text, md_code, md_prose, md_text
 from tracker.sources.base import VersionTree
@@ -171,22 +172,6 @@ def _worth_an_issue(change: Change, compat: Compat) -> bool:
     return change.kind in MEMBER_KINDS and change.role == "target"
 
 
-def oversight(check: ModelCheck, compat: Compat) -> bool:
-    """A new class lacking an algorithm's members looks like an oversight, not a choice,
-    when its own inner model has them or another class of its module supports that same
-    algorithm (the diff's `notable` is broader: any algorithm, the class itself included)."""
-    if check.delegations:
-        return True
-    return any(
-        c.path == check.path
-        and c.model != check.model
-        and c.status == "ok"
-        and c.algorithm == check.algorithm
-        and c.role == check.role
-        for c in compat.checks
-    )
-
-
 def build_issues(
     d: Diff,
     old: Interface,
@@ -273,7 +258,7 @@ def _issue(
     title = _title(report, doc)
     # GitHub refuses titles over 256 characters and bodies over 65536.
     doc["title"] = title if len(title) <= TITLE_MAX else title[: TITLE_MAX - 1] + "…"
-    doc["labels"] = list(_labels(report))
+    doc["labels"] = list(_labels(report, doc))
     if not render_body:
         return IssueDoc(report, doc["title"], tuple(doc["labels"]), "")
     body = render("issue", "md", doc, options)
@@ -291,11 +276,19 @@ def _issue(
     return IssueDoc(report, doc["title"], tuple(doc["labels"]), body)
 
 
-def _labels(report: IssueFacts) -> tuple[str, ...]:
+def _labels(report: IssueFacts, doc: dict[str, Any]) -> tuple[str, ...]:
     spec = ChangeKind.of(report.kind).issue
     assert spec is not None, f"{report.kind} is never filed"
-    specific = tuple(label.format(role=report.role) for label in spec.labels)
+    chosen = spec.new_requirement_labels if _only_new_requirements(doc) else spec.labels
+    specific = tuple(label.format(role=report.role) for label in chosen or spec.labels)
     return (*BASE_LABELS, f"algorithm:{report.algorithm}", *specific)
+
+
+def _only_new_requirements(doc: dict[str, Any]) -> bool:
+    """A wrapper that worked and now lacks only members the class never provided: the
+    algorithm started requiring them (`newly_required` on each missing member)."""
+    missing = doc.get("missing", [])
+    return bool(missing) and not doc.get("contract") and all(m["newly_required"] for m in missing)
 
 
 def _title(report: IssueFacts, doc: dict[str, Any]) -> str:
@@ -313,6 +306,8 @@ def _title(report: IssueFacts, doc: dict[str, Any]) -> str:
         )
         hint = f"; its self.{doc['delegation_attributes'][0]} provides {what}"
     title = kind.issue.contract_title if broken and kind.issue.contract_title else kind.issue.title
+    if kind.issue.new_requirement_title and _only_new_requirements(doc):
+        title = kind.issue.new_requirement_title
     return issue_title(
         title.format(
             algorithm=report.algorithm,
@@ -348,13 +343,17 @@ def _model_document(
         req = requirements.get(member)
         d = delegated.get(member)
         old = had.get(member)
+        provided = old is not None and old.how not in ("missing", "unknown")
         missing.append(
             {
                 "member": member,
                 # How the class had it in the previous release: where a regression starts.
                 "before": {"how": old.how, "where": old.where, "line": old.line}
-                if old is not None and old.how not in ("missing", "unknown")
+                if old is not None and provided
                 else None,
+                # A class that worked lacks it without having had it: the previous release
+                # did not require it (a break by the interface, not by the class).
+                "newly_required": before is not None and before.status == "ok" and not provided,
                 "requirement": requirement_doc(req) if req is not None else None,
                 "delegation": {
                     "attribute": d.attribute,

@@ -12,7 +12,7 @@ from __future__ import annotations
 
 import difflib
 import re
-from collections.abc import Callable, Iterable
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
@@ -20,9 +20,10 @@ from tracker.analysis.compat import Compat, ModelCheck, natural_role
 from tracker.analysis.contract import ContractFinding, ContractRule
 from tracker.analysis.interface import FieldUse, Interface, Requirement
 from tracker.common.errors import TrackerError
+from tracker.compare.snapshot import RecordedSite
 from tracker.render.documents import field_doc, finding_doc, requirement_doc
 
-SCHEMA = "sglang-tracker/triage@2"
+SCHEMA = "sglang-tracker/triage@3"
 
 _NAME = r"[A-Za-z_][\w.]*"
 # Python's three wordings, with the 3.10+ suggestion tail (". Did you mean: 'x'?") allowed.
@@ -84,6 +85,92 @@ def version_in_paths(traceback: str) -> str | None:
     return f"v{found[-1]}" if found else None
 
 
+@dataclass(frozen=True)
+class Frame:
+    """A traceback frame in SGLang's code, its file as a repo path."""
+
+    path: str  # python/sglang/srt/...
+    line: int
+    function: str
+
+
+_FRAME = re.compile(r'File "([^"\n]+)", line (\d+), in ([^\s]+)')
+
+
+def frames_in(traceback: str) -> list[Frame]:
+    """The traceback's frames in SGLang's files (an installed package, a checkout or an
+    unpacked archive alike: the path from its last `sglang/` on), in order."""
+    out = []
+    for path, line, function in _FRAME.findall(traceback):
+        norm = path.replace("\\", "/")
+        at = norm.rfind("/sglang/")
+        if at >= 0:
+            out.append(Frame("python" + norm[at:], int(line), function))
+    return out
+
+
+def releases_matching(
+    frames: Sequence[Frame], recorded: Mapping[str, frozenset[RecordedSite]], member: str
+) -> tuple[list[str], list[Frame]]:
+    """The releases (of `recorded`: version -> its recorded sites, oldest first) that
+    record a site of `member` (for an error naming none, a contract finding's site) where
+    most of the frames are, and those frames; ([], []) when no frame is at one."""
+    best: list[str] = []
+    best_frames: list[Frame] = []
+    for version, sites in recorded.items():
+        hits = [f for f in frames if _at_site(f, sites, member)]
+        if not hits or len(hits) < len(best_frames):
+            continue
+        if len(hits) > len(best_frames):
+            best, best_frames = [], hits
+        best.append(version)
+    return best, best_frames
+
+
+def _at_site(frame: Frame, sites: frozenset[RecordedSite], member: str) -> bool:
+    """The frame is at a recorded site of `member`: same file and line, in a function of
+    that name (`__init__` for `EAGLEWorker.__init__`; a contract site records none)."""
+    return any(
+        name == member
+        and path == frame.path
+        and line == frame.line
+        and (not function or function.rpartition(".")[2] == frame.function)
+        for path, line, function, name in sites
+    )
+
+
+def broken_runs(
+    error: ParsedError,
+    model: str,
+    algorithms: tuple[str, ...],
+    releases: Iterable[tuple[str, Compat]],
+) -> list[dict[str, str]]:
+    """The runs of consecutive releases (oldest first) in which `model` is broken the way
+    `error` says (lacking its member, or for an unpack error breaking the aux-hidden-state
+    contract), each with its first and last release and the release after it ("" while
+    the run reaches the newest)."""
+    runs: list[dict[str, str]] = []
+    current: dict[str, str] | None = None
+    for version, compat in releases:
+        checks = [compat.check_for(model, a) for a in algorithms]
+        broken = any(c is not None and _breaks_so(c, error) for c in checks)
+        if broken and current is None:
+            current = {"first": version, "last": version, "fixed_in": ""}
+            runs.append(current)
+        elif broken and current is not None:
+            current["last"] = version
+        elif current is not None:
+            current["fixed_in"] = version
+            current = None
+    return runs
+
+
+def _breaks_so(c: ModelCheck, error: ParsedError) -> bool:
+    if c.status != "broken":
+        return False
+    return error.member in c.missing if error.member else bool(c.contract)
+
+
 def module_path(module: str) -> str:
     """`sglang.srt.models.kimi_k25` -> `python/sglang/srt/models/kimi_k25.py`."""
     return "python/" + module.replace(".", "/") + ".py"
@@ -100,6 +187,8 @@ def triage_document(
     model: str | None = None,
     earlier: Iterable[tuple[str, Compat]] = (),
     fix_options: str = "",
+    candidates: Sequence[str] = (),
+    runs: Sequence[dict[str, str]] = (),
 ) -> dict[str, Any]:
     """Everything the tracker knows about `error` at `interface.version`.
 
@@ -108,7 +197,10 @@ def triage_document(
     `model` names the entry class when the error does not (an unpack error) or names an
     inner class (`'Qwen2ForCausalLM' object has no attribute 'capture_aux_hidden_states'`).
     `earlier` yields the releases before it, newest first, as far as needed to find since
-    when each is broken. `fix_options` name the version for `tracker fix`.
+    when each is broken. `fix_options` name the version for `tracker fix`. `candidates`
+    are the releases a traceback's frames matched (when no version was given), and `runs`
+    the releases in which the class is broken the way the error says, when the frames
+    could not decide the version (tracker.release.triage.broken_runs).
     """
     version = interface.version
     entries = {e.name: e for e in compat.entries}
@@ -145,6 +237,8 @@ def triage_document(
         "patch": patch,
         "verdict": _contract_verdict(error, models, checks, version)
         or _verdict(error, models, role, for_role, other_roles, fields, checks, version),
+        "version_candidates": list(candidates),
+        "broken_runs": [dict(r) for r in runs],
     }
 
 
@@ -203,8 +297,9 @@ def _date_breaks(
     for shown in checks:
         row = (shown["model"], shown["algorithm"])
         shown["fixed_in"] = fixed_in.get(row, "")
-        first, how = since.get(row, ("", ""))
+        first, how, before = since.get(row, ("", "", None))
         shown["broken_since"], shown["broken_since_how"] = first, how
+        shown["broken_before"] = before
 
 
 def _fix_command(chosen: ModelCheck | None, version: str, fix_options: str) -> str:
@@ -308,31 +403,66 @@ def _broken_since(
     member: str,
     version: str,
     earlier: Iterable[tuple[str, Compat]],
-) -> dict[tuple[str, str], tuple[str, str]]:
+) -> dict[tuple[str, str], tuple[str, str, dict[str, Any] | None]]:
     """(model, algorithm) -> (the first release of the run of releases, up to `version`, in
-    which the class is broken as it is now (lacks `member`, or for a contract break, is
-    broken); how that run began: "added" (the class is new there), "broke" (it worked
-    before), "earliest" (no earlier release the source has is without the break))."""
+    which the class is broken as it is now; how that run began; the break before it).
+
+    "As it is now": lacking `member`; for an error naming no member, broken by the
+    aux-hidden-state contract if that is what breaks it now (a class that lacked a member
+    before is broken otherwise), else broken. The run began "added" (the class is new
+    there), "broke" (it worked before), "changed" (it was broken otherwise before: that
+    break, since when and by what, is the third item), or "earliest" (no earlier release
+    the source has is without the break)."""
     since = dict.fromkeys(pending, version)
     how: dict[tuple[str, str], str] = {}
+    before: dict[tuple[str, str], dict[str, Any]] = {}
     for older, compat in earlier:
         for row, c in pending.items():
-            if row in how:
+            if row in how and (how[row] != "changed" or row in _settled(before)):
                 continue
             then = compat.check_for(c.model, row[1])
-            if (
-                then is not None
-                and then.status == "broken"
-                and (member in then.missing if member else True)
-            ):
+            broken = then is not None and then.status == "broken"
+            if row in how:  # walking back through the break before this one
+                if broken and then is not None:
+                    before[row]["since"] = older
+                else:
+                    before[row]["settled"] = True
+            elif broken and then is not None and _same_break(c, then, member):
                 since[row] = older
+            elif broken and then is not None:
+                how[row] = "changed"
+                before[row] = {
+                    "since": older,
+                    "missing": list(then.missing),
+                    "contract": bool(then.contract),
+                }
             elif any(e.name == c.model for e in compat.entries):
                 how[row] = "broke"
             else:
                 how[row] = "added"
-        if len(how) == len(pending):
+        if len(how) == len(pending) and len(_settled(before)) == len(before):
             break
-    return {row: (since[row], how.get(row, "earliest")) for row in pending}
+    return {
+        row: (since[row], how.get(row, "earliest"), _public(before.get(row))) for row in pending
+    }
+
+
+def _same_break(now: ModelCheck, then: ModelCheck, member: str) -> bool:
+    if member:
+        return member in then.missing
+    if now.contract and not now.missing:
+        return bool(then.contract) and not then.missing
+    return True
+
+
+def _settled(before: dict[tuple[str, str], dict[str, Any]]) -> set[tuple[str, str]]:
+    return {row for row, b in before.items() if b.get("settled")}
+
+
+def _public(before: dict[str, Any] | None) -> dict[str, Any] | None:
+    if before is None:
+        return None
+    return {k: v for k, v in before.items() if k != "settled"}
 
 
 def _patch_check(pending: dict[tuple[str, str], ModelCheck], member: str) -> ModelCheck | None:

@@ -29,6 +29,7 @@ from tracker.compare.snapshot import field_doc as field_doc
 from tracker.compare.snapshot import provision_doc as provision_doc
 from tracker.compare.snapshot import requirement_doc as requirement_doc
 from tracker.compare.snapshot import site_doc as site_doc
+from tracker.compare.support import Support, support_of
 from tracker.render.inert import (
     json_text,
     md_block,
@@ -225,14 +226,21 @@ def check_document(
     models_version: str,
     source: str,
 ) -> dict[str, Any]:
+    """`checks` (the rows shown) of `compat`; which broken ones never took the algorithm
+    up is judged against every check of `compat` (tracker.compare.support)."""
     return {
-        "schema": "sglang-tracker/check@2",
+        "schema": "sglang-tracker/check@3",
         "requirements_version": requirements_version,
         "models_version": models_version,
         "source": source,
         "checks": [check_doc(c) for c in checks],
         "counts": status_counts(c.status for c in checks),
         "at_risk": sum(1 for c in checks if c.at_risk),
+        "unsupported": [
+            {"model": c.model, "algorithm": c.algorithm, "role": c.role}
+            for c in checks
+            if support_of(c, compat) is Support.UNSUPPORTED
+        ],
     }
 
 
@@ -323,6 +331,10 @@ def _environment(options: RenderOptions, fmt: str) -> Any:
         )
     # A sentence with `names` in backticks: code spans in markdown.
     env.filters["prose"] = lambda v: Markup(visible(str(v)) if text else md_prose(str(v)))
+    env.filters["plural"] = plural
+    # The mark before each check: ✓ ok, ✗ broken, · unsupported, ? unknown.
+    env.globals["marks"] = {s.value: s.mark for s in Support}
+    env.filters["column_labels"] = column_labels
     # Kept for templates of earlier versions; the built-in ones say `c.kind.model_event`.
     env.tests["model_event"] = lambda kind: kind in kinds_where(model_event=True)
     return env
@@ -388,6 +400,26 @@ def _tolerant_cache() -> Any:
                 bucket.reset()
 
     return TolerantBytecodeCache
+
+
+def plural(count: int, noun: str, many: str = "") -> str:
+    """ "1 version", "2 versions" ("1 class", "2 classes" with `many`)."""
+    return f"{count} {noun if count == 1 else many or noun + 's'}"
+
+
+def column_labels(names: list[str]) -> dict[str, Any]:
+    """Column labels for a grid of versions, one character a column: the prefix every
+    name shares (`v0.5.`, said once), and the rest of each name written downwards, one
+    character per line, with `.postN` shortened to `pN` (`v0.5.10.post1` is `10p1` under
+    `v0.5.`)."""
+    low, high = min(names, default=""), max(names, default="")
+    same = next((i for i, (a, b) in enumerate(zip(low, high, strict=False)) if a != b), len(low))
+    # Whole components only: v0.5.1 and v0.5.10 share "v0.5.", not "v0.5.1".
+    prefix = low[: low.rfind(".", 0, same) + 1]
+    shown = [n.removeprefix(prefix).replace(".post", "p") or n for n in names]
+    height = max((len(n) for n in shown), default=0)
+    lines = ["".join(n[i] if i < len(n) else " " for n in shown).rstrip() for i in range(height)]
+    return {"prefix": prefix, "lines": lines}
 
 
 def _call_text(req: dict[str, Any]) -> str:
