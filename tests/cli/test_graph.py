@@ -81,7 +81,11 @@ def test_the_eagle3_graph_leads_from_the_worker_through_the_runner_to_both_targe
     assert init["path"] == "python/sglang/srt/model_executor/model_runner.py"
     assert init["line"] < 622  # the function's own line, above the site in its body
     assert graph.nodes[EAGLE_WORKER]["entry"] == "worker"
-    assert graph.graph["workers"] == "EAGLEWorker, EAGLEWorkerV2"
+    # The target's runner site is reached from the target worker the scheduler builds.
+    assert graph.nodes["sglang.srt.managers.tp_worker:TpModelWorker.__init__"]["entry"] == "target"
+    assert graph.graph["workers"] == (
+        "EAGLEWorker, EAGLEWorkerV2, MultiLayerEagleWorker, MultiLayerEagleWorkerV2"
+    )
 
 
 @pytest.mark.realdata

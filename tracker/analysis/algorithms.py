@@ -433,18 +433,6 @@ def _worker_references(facts: ModuleFacts) -> list[tuple[str, str, tuple[Branch,
     return out
 
 
-def worker_roots(index: VersionIndex, worker: str) -> tuple[list[str], list[str]]:
-    """Entry functions of a worker class: the methods it defines, then the methods it
-    inherits (a worker's inherited TpModelWorker methods are its draft side)."""
-    own: list[str] = []
-    inherited: list[str] = []
-    for cls in index.mro(worker)[0]:
-        info = index.classes[cls]
-        for method in info.methods.values():
-            (own if cls == worker else inherited).append(key(info.module, method.qualname))
-    return own, inherited
-
-
 # ----------------------------------------------------------- aliases and defaults
 
 

@@ -74,6 +74,9 @@ class EntryClass:
     # What decided the kind: "constructs LogitsProcessor in X.__init__ (models/x.py:12)",
     # "inner model self.language_model: ...", "name matches rule 'Eagle3$'".
     kind_evidence: str = ""
+    # The line of the `class` statement in `path` (`line` is where EntryClass registers
+    # it); 0 when the name resolves to no class.
+    class_line: int = 0
 
 
 @dataclass(frozen=True)
@@ -151,7 +154,13 @@ def entry_classes(
                 if short not in out:
                     decided = finder.decide(short, symbol)
                     out[short] = EntryClass(
-                        short, symbol, path, a.line, decided.kind, decided.evidence
+                        short,
+                        symbol,
+                        path,
+                        a.line,
+                        decided.kind,
+                        decided.evidence,
+                        index.classes[symbol].facts.line if symbol else 0,
                     )
     return sorted(out.values(), key=lambda e: e.name)
 

@@ -922,6 +922,19 @@ def _usable(an: _Reachability, algorithm: str, also: tuple[Cond, ...]) -> bool:
     return all(any(a == algorithm for a, _ in an.algos.evaluate(c).may_true) for c in also)
 
 
+def algorithm_walks(
+    version: str, index: VersionIndex, algorithm: str, rules: RoleRules | None = None
+) -> tuple[Reach, Reach]:
+    """What `algorithm`'s workers run (the walk the interface's sites come from), and what
+    the target worker the scheduler builds runs under it (the path to runner code on the
+    target): the call graph `tracker graph` draws."""
+    an = _Reachability(version, index, rules or load_rules())
+    if algorithm not in an.walks:
+        empty = Reach(algorithm, ())
+        return empty, empty
+    return an.walks[algorithm], an.target_walk(algorithm)
+
+
 def build_interface(version: str, index: VersionIndex, rules: RoleRules | None = None) -> Interface:
     rules = rules or load_rules()
     an = _Reachability(version, index, rules)

@@ -166,8 +166,8 @@ def _check_output(
     from tracker.render.sarif import check_sarif
 
     if fmt == "sarif":
-        # Each alert sits in its class's file, at the line its snapshot records.
-        lines = {e.name: e.line for e in compat.entries}
+        # Each alert sits at its class's definition (else where EntryClass registers it).
+        lines = {e.name: e.class_line or e.line for e in compat.entries}
         return document_json(check_sarif(doc, render_options, lines))
     return render("check", fmt, doc, replace(render_options, show_all=show_all))
 

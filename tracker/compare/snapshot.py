@@ -355,7 +355,13 @@ def _load_compat(version: str, doc: dict[str, Any], itf: Interface) -> Compat:
     for e in doc["entry_classes"]:
         entries.append(
             EntryClass(
-                e["name"], e["key"], e["path"], e["line"], e["kind"], e.get("kind_evidence", "")
+                e["name"],
+                e["key"],
+                e["path"],
+                e["line"],
+                e["kind"],
+                e.get("kind_evidence", ""),
+                e.get("class_line", 0),
             )
         )
         provisions[e["name"]] = {

@@ -3,7 +3,7 @@ a call path from the algorithm's worker entry points to a function where it touc
 target or draft model, each such site as a node of its own, written as DOT, GraphML or
 node-link JSON for graphviz, Gephi, yEd or a script.
 
-Built from the full analysis (the version's index and call graph), not from the call paths
+Built from the full analysis (the version's index and its workers' walks), not from the call paths
 a snapshot stores, because a snapshot keeps one shortest path per site and names the
 functions on it without saying where they are: a graph needs every route between the
 entries and the sites, each function's `path:line` and the line of each call. The sites
@@ -18,11 +18,11 @@ from collections.abc import Iterable
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
-from tracker.analysis.algorithms import discover, worker_roots
-from tracker.analysis.callgraph import CallGraph
+from tracker.analysis.flow import Flow
 from tracker.analysis.index import VersionIndex, key
-from tracker.analysis.interface import Interface, Requirement, Site
+from tracker.analysis.interface import Interface, Requirement, Site, algorithm_walks
 from tracker.analysis.roles import load_rules
+from tracker.analysis.walk import entry_methods
 from tracker.render.inert import visible
 
 if TYPE_CHECKING:
@@ -54,23 +54,22 @@ def build_graph(
 
     wanted = set(roles)
     uses = _site_uses(index, interface, algorithm, wanted)
-    own: list[str] = []
-    inherited: list[str] = []
-    workers = discover(index, load_rules()).workers.get(algorithm, [])
-    for worker in workers:
-        mine, theirs = worker_roots(index, worker)
-        own += mine
-        inherited += theirs
-    calls = CallGraph(index)
-    # The same tiers as the interface's call paths; walking them expands every function
-    # the workers reach, so the subgraph below has all of their calls.
-    reached = calls.shortest_paths(own, inherited)
-    reachable = calls.graph.subgraph(reached)
+    # The walks the interface's sites come from: the workers' (as Python dispatches their
+    # calls) and the scheduler's target worker's (runner code on the target).
+    walk, target_walk = algorithm_walks(interface.version, index, algorithm)
+    reachable: nx.DiGraph = networkx.DiGraph()
+    for reach in (walk, target_walk):
+        for caller, callees in reach.edges.items():
+            for callee, line in callees.items():
+                if not reachable.has_edge(caller, callee):
+                    reachable.add_edge(caller, callee, line=line)
+        reachable.add_nodes_from(reach.functions)
     holders = {u.function for u in uses}
     keep: set[str] = set()
-    for fn in holders & set(reached):
+    for fn in holders & set(reachable):
         keep |= networkx.ancestors(reachable, fn) | {fn}
-    entries = dict.fromkeys(inherited, "inherited") | dict.fromkeys(own, "worker")
+    entries = _entries(index, walk, target_walk)
+    workers = [v.worker for v in walk.variants]
 
     graph = networkx.DiGraph(
         version=interface.version,
@@ -89,6 +88,23 @@ def build_graph(
             graph.add_node(node, **_site_attrs(use))
             graph.add_edge(use.function, node, kind="site", line=use.site.line)
     return graph
+
+
+def _entries(index: VersionIndex, walk: Any, target_walk: Any) -> dict[str, str]:
+    """Entry function -> "worker" (the algorithm's worker class defines it), "inherited" (a
+    base does, and the worker's MRO resolves the name to it) or "target" (a method of the
+    target worker the scheduler builds, whose runner the target's runner code is on)."""
+    flow = Flow(index, load_rules())
+    out: dict[str, str] = {}
+    for variant in walk.variants:
+        for method in entry_methods(flow, variant.worker):
+            owner = index.functions[method].owner
+            mine = owner is not None and key(method.partition(":")[0], owner) == variant.worker
+            out.setdefault(method, "worker" if mine else "inherited")
+    for variant in target_walk.variants:
+        for method in entry_methods(flow, variant.worker):
+            out.setdefault(method, "target")
+    return out
 
 
 def _site_uses(

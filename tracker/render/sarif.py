@@ -1,14 +1,13 @@
 """`tracker check --format sarif`: broken wrappers as SARIF 2.1.0 results for code scanning.
 
 One result per class, algorithm, role and rule (a missing member, a broken aux-hidden-state
-contract), so that an alert stays one alert however many members or findings it lists.
-It sits where the fix goes, the class's file, at the line its snapshot records (where the
-module registers it as an EntryClass); the worker sites that need the members
-(or the contract's write, read and unpack sites) are related locations, each with its line
-and what happens there. URIs are repo paths, percent-encoded; `partialFingerprints` name
-the class, algorithm, role and rule, so code scanning keeps one alert per class and
-algorithm across runs, wherever the lines move. A class that lacks a member needed only under
-a condition (at risk) is a warning of its own rule.
+contract, a member at risk), so that an alert stays one alert however many members or
+findings it lists. It sits where the fix goes, the class's definition (path and line); the
+worker sites that need the members (or the contract's write, read and unpack sites) are
+related locations, each with its line and what happens there. URIs are repo paths,
+percent-encoded; `partialFingerprints` name the class, algorithm, role and rule, so code
+scanning keeps one alert per class and algorithm across runs, wherever the lines move. A
+class that lacks a member needed only under a condition (at risk) is a warning.
 
 Messages and justifications quote the analysed code (member names, its source text):
 they are made inert for SARIF viewers (tracker.render.inert), which read brackets as links
@@ -145,7 +144,7 @@ def _result(
             _location(
                 c["path"],
                 line,
-                f"{c['model']} is defined in this file, and registered here (EntryClass)"
+                f"{c['model']} is defined here"
                 if line
                 else f"{c['model']} is defined in this file",
             )
