@@ -18,7 +18,7 @@ import re
 from dataclasses import dataclass, field
 from itertools import product
 
-from tracker.analysis.index import VersionIndex, key
+from tracker.analysis.index import VersionIndex
 from tracker.analysis.roles import RoleRules
 from tracker.analysis.vocabulary import MODEL_ROLES
 from tracker.extract.facts import Branch, Cond, ModuleFacts
