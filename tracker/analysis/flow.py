@@ -37,6 +37,10 @@ class Obj(NamedTuple):
 
     cls: str
     fields: tuple[tuple[str, Value], ...] = ()
+    # The algorithm its methods run as, when it was built after the code set
+    # `server_args.speculative_algorithm` to another one (a fork's worker building an inner
+    # EAGLEWorker); "" for the algorithm being walked.
+    runs_as: str = ""
 
     def field(self, name: str) -> Value | None:
         for n, v in self.fields:
@@ -217,6 +221,8 @@ class Flow:
     index: VersionIndex
     rules: RoleRules
     holders: tuple[Holder, ...] = ()
+    # The algorithm names (`SpeculativeAlgorithm` members): a rewrite sets one of them.
+    algorithms: frozenset[str] = frozenset()
     _calls: dict[str, list[Call]] = field(default_factory=dict)
     _reads: dict[str, list[Read]] = field(default_factory=dict)
     _assigns: dict[str, list[Assign]] = field(default_factory=dict)
@@ -265,6 +271,21 @@ class Flow:
             if best is None or call.line < best.line:
                 best = call
         return best
+
+    def rewrite_before(self, function: str, line: int) -> str:
+        """The algorithm the function last set `<x>.speculative_algorithm` to above `line`
+        (`server_args.speculative_algorithm = "EAGLE"`), or ""."""
+        found = ""
+        best = 0
+        for a in self.assigns_in(function):
+            if a.line >= line or a.target.rpartition(".")[2] != "speculative_algorithm":
+                continue
+            if a.value is None or a.value.op not in ("str", "other"):
+                continue
+            name = (a.value.text if a.value.op == "str" else a.value.text.strip("'\"")).upper()
+            if name in self.algorithms and a.line > best:
+                found, best = name, a.line
+        return found
 
     def module_of(self, function: str) -> str:
         return split_key(function)[0]
@@ -754,7 +775,10 @@ class Flow:
                 fields = self.bind(frame, call, init)
             else:  # a dataclass, NamedTuple or struct: its fields are its keywords
                 fields = self.bind_keywords(frame, call)
-            parts.append(Value(objs=frozenset({Obj(cls, _nested(fields, 0))})))
+            runs_as = self.rewrite_before(frame.function, call.line) if call is not None else ""
+            if not runs_as and frame.self_obj is not None:
+                runs_as = frame.self_obj.runs_as  # built by an object that runs as another
+            parts.append(Value(objs=frozenset({Obj(cls, _nested(fields, 0), runs_as)})))
         for fn in sorted(callee.functions):
             params = self.bind(frame, call, fn) if call is not None else ()
             parts.append(self.returns(Frame(fn, self._bound_self(frame, fn), params)))

@@ -133,7 +133,12 @@ class _Reachability:
         self.graph = CallGraph(index)
         self.algos: Algorithms = discover(index, rules)
         self.speculative = frozenset(self.algos.speculative)
-        self.flow = Flow(index, rules, tuple(Holder(c, a) for c, a in rules.holders))
+        self.flow = Flow(
+            index,
+            rules,
+            tuple(Holder(c, a) for c, a in rules.holders),
+            frozenset(self.algos.members),
+        )
         self.walker = Walker(self.flow, self.algos)
         # What each algorithm's workers run (tracker.analysis.walk), and which algorithms
         # reach each function.
@@ -502,11 +507,13 @@ class _Collector:
         guard: str,
         arity: str,
         skip: frozenset[str] = frozenset(),
+        only: frozenset[Pair] | None = None,
     ) -> None:
         """One use of `member` on a model whose receiver (aliases expanded) is `receiver`:
         a call when `arity` is given, else an attribute read or probe. `target` is the rule
         or binding that made the receiver a model, or the roles the data flow found per
-        algorithm; `skip`: algorithms the data flow decided otherwise."""
+        algorithm; `skip`: algorithms the data flow decided otherwise; `only`: the
+        (algorithm, role) pairs to record it for, when not all that `target` gives."""
         if member in self.universal or context.in_message:
             return
         an = self.an
@@ -526,6 +533,8 @@ class _Collector:
             pairs, _ = an.context_pairs(module, scope, target.role, target.scope, context.branches)
             pairs = {(a, r) for a, r in pairs if a not in skip}
             rule_scope = target.scope
+        if only is not None:
+            pairs = set(pairs) & only
         for algorithm, role in sorted(pairs):
             if algorithm == "NONE":
                 continue
@@ -663,11 +672,13 @@ class _Collector:
                             path,
                             call.line,
                             context,
-                            {algorithm: {role}},
+                            target,
                             an.expand(module, scope, call.line, receiver),
                             member,
                             Guard.ONE_OF,
                             "",
+                            skip,
+                            frozenset({(algorithm, role)}),
                         )
                         if len(self.found[slot]) > before:
                             self.alternatives[slot] |= set(group) - {member}

@@ -122,29 +122,17 @@ class Walker:
             seen[(frame, v, runs_as)] = len(guards)
             self._record(reach, frame, v, guards, path)
             reach.effective.setdefault(fn, set()).add(runs_as)
-            rewrites = self._rewrites(fn)
             for callee, line, more in self._callees(runs_as, frame):
                 if in_models(callee.function):
                     continue  # model code is the models' own: never a worker's requirement
                 carried = (guards + more)[:MAX_GUARDS] if more else guards
                 reach.edges.setdefault(fn, {}).setdefault(callee.function, line)
-                after = [x for ln, x in rewrites if ln < line]
-                queue.append(
-                    (callee, v, carried, [*path, callee.function], after[-1] if after else runs_as)
-                )
+                # What a worker builds after rewriting the algorithm, and every method of
+                # such an object, runs as the algorithm it was rewritten to.
+                built_as = callee.self_obj.runs_as if callee.self_obj is not None else ""
+                then = built_as or self.flow.rewrite_before(fn, line) or runs_as
+                queue.append((callee, v, carried, [*path, callee.function], then))
         return reach
-
-    def _rewrites(self, function: str) -> list[tuple[int, str]]:
-        """(line, algorithm) where the function sets `<x>.speculative_algorithm` to a
-        member's name: what it builds afterwards runs as that algorithm."""
-        out = []
-        for a in self.flow.assigns_in(function):
-            if a.target.rpartition(".")[2] != "speculative_algorithm" or a.value is None:
-                continue
-            text = a.value.text if a.value.op == "str" else a.value.text.strip("'\"")
-            if text.upper() in self.algos.members and a.value.op in ("str", "other"):
-                out.append((a.line, text.upper()))
-        return sorted(out)
 
     def _bounded(self, frame: Frame, contexts: dict[str, set[Frame]]) -> Frame:
         """Past MAX_CONTEXTS contexts of one function, new ones lose their parameters (and
@@ -269,7 +257,10 @@ class Walker:
             if init is None:
                 continue
             fields = flow.bind(frame, call, init)
-            out.append(Frame(init, Obj(cls, _cut(fields)), fields))
+            runs_as = flow.rewrite_before(frame.function, call.line) or (
+                frame.self_obj.runs_as if frame.self_obj is not None else ""
+            )
+            out.append(Frame(init, Obj(cls, _cut(fields), runs_as), fields))
         for fn in sorted(callee.functions):
             self_obj = frame.self_obj if fn in _live(flow, frame) else None
             out.append(Frame(fn, self_obj, flow.bind(frame, call, fn)))

@@ -1,0 +1,414 @@
+"""Each algorithm's requirements as Python runs its workers (tracker.analysis.walk and
+tracker.analysis.flow), one mechanism per test, on a small tree shaped like SGLang's spec-v2
+workers: a factory that picks a worker per algorithm (one of them opt-in), a base whose
+methods call through `self.draft_worker`, overrides, a worker that rewrites the algorithm
+before it builds an inner one, helpers in other modules that return the draft model or take
+it as a parameter, and hooks the runner requires one of."""
+
+from __future__ import annotations
+
+import pytest
+from sgl_trees import Built, build
+
+from tracker.analysis.interface import Requirement
+from tracker.common.errors import TrackerError
+from tracker.compare.snapshot import pick_algorithms
+
+SPEC_INFO = """
+    from enum import IntEnum, auto
+
+
+    class SpeculativeAlgorithm(IntEnum):
+        NONE = auto()
+        EAGLE = auto()
+        EAGLE3 = auto()
+        STANDALONE = auto()
+        NGRAM = auto()
+        FORKED = auto()
+
+        def is_none(self):
+            return self == SpeculativeAlgorithm.NONE
+
+        def is_eagle(self):
+            return self == SpeculativeAlgorithm.EAGLE or self == SpeculativeAlgorithm.EAGLE3
+
+        def is_eagle3(self):
+            return self == SpeculativeAlgorithm.EAGLE3
+
+        def is_standalone(self):
+            return self == SpeculativeAlgorithm.STANDALONE
+
+        def is_ngram(self):
+            return self == SpeculativeAlgorithm.NGRAM
+
+        def is_forked(self):
+            return self == SpeculativeAlgorithm.FORKED
+
+        def create_worker(self, server_args):
+            if self.is_eagle() and server_args.enable_multi_layer:
+                from sglang.srt.speculative.multi_layer_worker import MultiLayerWorker
+
+                return MultiLayerWorker
+            if self.is_eagle():
+                from sglang.srt.speculative.eagle_worker_v2 import EAGLEWorkerV2
+
+                return EAGLEWorkerV2
+            if self.is_standalone():
+                from sglang.srt.speculative.standalone_worker_v2 import StandaloneWorkerV2
+
+                return StandaloneWorkerV2
+            if self.is_ngram():
+                from sglang.srt.speculative.ngram_worker import NGRAMWorker
+
+                return NGRAMWorker
+            if self.is_forked():
+                from sglang.srt.speculative.forked_worker import ForkedWorker
+
+                return ForkedWorker
+            return None
+    """
+
+SERVER_ARGS = """
+    class ServerArgs:
+        speculative_algorithm: str = None
+        enable_multi_layer: bool = False
+
+        def __post_init__(self):
+            if self.speculative_algorithm == "NEXTN":
+                self.speculative_algorithm = "EAGLE"
+    """
+
+BASE_SPEC = """
+    class BaseSpecWorker:
+        @property
+        def target_worker(self):
+            return self._target_worker
+
+        @property
+        def draft_worker(self):
+            return self._draft_worker
+
+        def alloc_memory_pool(self):
+            if self.draft_worker is not None:
+                self.draft_worker.alloc_memory_pool()
+    """
+
+EAGLE_V2 = """
+    from sglang.srt.managers.tp_worker import TpModelWorker
+    from sglang.srt.speculative.base_spec_worker import BaseSpecWorker
+    from sglang.srt.speculative.spec_info import SpeculativeAlgorithm
+
+
+    class EagleDraftWorker:
+        def __init__(self, server_args, target_worker: TpModelWorker):
+            self.target_worker = target_worker
+            self.speculative_algorithm = SpeculativeAlgorithm.from_string(
+                server_args.speculative_algorithm
+            )
+            self.is_p_eagle = self.speculative_algorithm.is_eagle3()
+            self.draft_worker = TpModelWorker(server_args, is_draft_worker=True)
+            self.draft_runner = self.draft_worker.model_runner
+
+        def alloc_memory_pool(self):
+            self.init_lm_head()
+
+        def init_lm_head(self):
+            embed, head = self.target_worker.model_runner.model.get_embed_and_head()
+            if self.is_p_eagle:
+                self.draft_runner.model.set_embed(embed)
+            else:
+                self.draft_runner.model.set_embed_and_head(embed, head)
+
+
+    class EAGLEWorkerV2(BaseSpecWorker):
+        def __init__(self, server_args, target_worker: TpModelWorker):
+            self._target_worker = target_worker
+            self._draft_worker = EagleDraftWorker(server_args, target_worker)
+    """
+
+STANDALONE_V2 = """
+    from sglang.srt.managers.tp_worker import TpModelWorker
+    from sglang.srt.speculative.eagle_worker_v2 import EAGLEWorkerV2, EagleDraftWorker
+
+
+    class StandaloneDraftWorker(EagleDraftWorker):
+        def init_lm_head(self):
+            pass
+
+
+    class StandaloneWorkerV2(EAGLEWorkerV2):
+        def __init__(self, server_args, target_worker: TpModelWorker):
+            self._target_worker = target_worker
+            self._draft_worker = StandaloneDraftWorker(server_args, target_worker)
+    """
+
+NGRAM = """
+    from sglang.srt.managers.tp_worker import TpModelWorker
+    from sglang.srt.speculative.base_spec_worker import BaseSpecWorker
+
+
+    class NGRAMWorker(BaseSpecWorker):
+        def __init__(self, server_args, target_worker: TpModelWorker):
+            self._target_worker = target_worker
+            self.model_runner = target_worker.model_runner
+
+        @property
+        def draft_worker(self):
+            return None
+
+        def forward_batch_generation(self, batch):
+            self.model_runner.model.ngram_target_hook()
+    """
+
+MULTI_LAYER = """
+    from sglang.srt.managers.tp_worker import TpModelWorker
+    from sglang.srt.speculative.base_spec_worker import BaseSpecWorker
+
+
+    class MultiLayerDraftWorker:
+        def __init__(self, server_args, target_worker: TpModelWorker):
+            self.target_worker = target_worker
+            self.draft_worker = TpModelWorker(server_args, is_draft_worker=True)
+
+        def alloc_memory_pool(self):
+            embed, head = self.target_worker.model_runner.model.get_embed_and_head()
+            self.draft_worker.model_runner.model.set_layer_head(head)
+
+
+    class MultiLayerWorker(BaseSpecWorker):
+        def __init__(self, server_args, target_worker: TpModelWorker):
+            self._target_worker = target_worker
+            self._draft_worker = MultiLayerDraftWorker(server_args, target_worker)
+    """
+
+HELPERS = """
+    from sglang.srt.managers.tp_worker import TpModelWorker
+
+
+    class DraftBundle(Struct):
+        draft_model: object
+
+
+    def build_draft(server_args):
+        worker = TpModelWorker(server_args, is_draft_worker=True)
+        runner = worker.model_runner
+        return DraftBundle(draft_model=runner.model)
+
+
+    def project(model, hidden):
+        return model.project_hidden(hidden)
+    """
+
+FORKED = """
+    from sglang.srt.managers.tp_worker import TpModelWorker
+    from sglang.srt.speculative.base_spec_worker import BaseSpecWorker
+    from sglang.srt.speculative.eagle_worker_v2 import EAGLEWorkerV2
+    from sglang.srt.speculative.draft_helpers import build_draft, project
+
+
+    class ForkedWorker(BaseSpecWorker):
+        def __init__(self, server_args, target_worker: TpModelWorker):
+            self._target_worker = target_worker
+            self._draft_worker = None
+            bundle = build_draft(server_args)
+            self.draft_model = bundle.draft_model
+            server_args.speculative_algorithm = "EAGLE3"
+            self.inner = EAGLEWorkerV2(server_args, target_worker)
+
+        def forward_batch_generation(self, batch):
+            project(self.draft_model, batch.hidden)
+            self.inner.alloc_memory_pool()
+            hook = getattr(self.target_worker.model_runner.model, "forked_hook", None)
+            if hook is None:
+                raise RuntimeError("the target has no forked_hook")
+            hook(batch)
+    """
+
+RUNNER = """
+    from sglang.srt.speculative.spec_info import SpeculativeAlgorithm
+
+
+    class ModelRunner:
+        def __init__(self, server_args, is_draft_worker=False):
+            self.is_draft_worker = is_draft_worker
+            self.spec_algorithm = SpeculativeAlgorithm.from_string(server_args.algo)
+            self.model = server_args.load()
+            if self.spec_algorithm.is_forked() and not self.is_draft_worker:
+                if hasattr(self.model, "capture_a"):
+                    self.model.capture_a([1])
+                elif hasattr(self.model, "capture_b"):
+                    self.model.capture_b([1])
+                else:
+                    raise ValueError("the target provides neither capture hook")
+
+        def forward(self, batch):
+            return self.model.forward(batch)
+    """
+
+CAPTURE_MODELS = """
+    from torch import nn
+
+
+    class CaptureAForCausalLM(nn.Module):
+        def capture_a(self, layers):
+            self.layers = layers
+
+
+    class CaptureBForCausalLM(nn.Module):
+        def capture_b(self, layers):
+            self.layers = layers
+
+
+    class NoCaptureForCausalLM(nn.Module):
+        pass
+
+
+    EntryClass = [CaptureAForCausalLM, CaptureBForCausalLM, NoCaptureForCausalLM]
+    """
+
+TREE: dict[str, str | None] = {
+    "speculative/spec_info.py": SPEC_INFO,
+    "speculative/eagle_worker.py": None,
+    "server_args.py": SERVER_ARGS,
+    "speculative/base_spec_worker.py": BASE_SPEC,
+    "speculative/eagle_worker_v2.py": EAGLE_V2,
+    "speculative/standalone_worker_v2.py": STANDALONE_V2,
+    "speculative/ngram_worker.py": NGRAM,
+    "speculative/multi_layer_worker.py": MULTI_LAYER,
+    "speculative/forked_worker.py": FORKED,
+    "speculative/draft_helpers.py": HELPERS,
+    "model_executor/model_runner.py": RUNNER,
+    "models/capture.py": CAPTURE_MODELS,
+}
+
+
+@pytest.fixture(scope="module")
+def built() -> Built:
+    return build(TREE)
+
+
+def needs(built: Built, algorithm: str, role: str) -> dict[str, Requirement]:
+    return {r.member: r for r in built.interface.for_algorithm(algorithm, role)}
+
+
+def test_the_factory_gives_each_algorithm_its_workers(built: Built) -> None:
+    assert built.interface.workers == {
+        "EAGLE": ("EAGLEWorkerV2", "MultiLayerWorker"),
+        "EAGLE3": ("EAGLEWorkerV2", "MultiLayerWorker"),
+        "FORKED": ("ForkedWorker",),
+        "NGRAM": ("NGRAMWorker",),
+        "STANDALONE": ("StandaloneWorkerV2",),
+    }
+
+
+def test_an_override_replaces_the_base_body_it_overrides(built: Built) -> None:
+    # StandaloneDraftWorker.init_lm_head is a no-op: the base's calls do not run.
+    assert needs(built, "STANDALONE", "target") == {}
+    assert needs(built, "STANDALONE", "draft") == {}
+    # The base body runs for the class that does not override it.
+    assert needs(built, "EAGLE", "target")["get_embed_and_head"].status == "required"
+
+
+def test_a_call_on_an_attribute_runs_on_what_this_worker_puts_there(built: Built) -> None:
+    # BaseSpecWorker.alloc_memory_pool calls self.draft_worker.alloc_memory_pool(): NGRAM's
+    # draft_worker property returns None, so no draft worker's method runs for it, though
+    # other subclasses of the base put one there.
+    assert "get_embed_and_head" not in needs(built, "NGRAM", "target")
+    assert needs(built, "NGRAM", "draft") == {}
+    embed = needs(built, "EAGLE", "target")["get_embed_and_head"]
+    assert embed.sites[0].call_path[-2:] == (
+        "sglang.srt.speculative.eagle_worker_v2:EagleDraftWorker.alloc_memory_pool",
+        "sglang.srt.speculative.eagle_worker_v2:EagleDraftWorker.init_lm_head",
+    )
+
+
+def test_a_runner_aliased_to_the_targets_is_the_target(built: Built) -> None:
+    # `self.model_runner = target_worker.model_runner`: in the speculative package a worker's
+    # own runner reads as the draft's, but the data flow knows better.
+    assert set(needs(built, "NGRAM", "target")) == {"ngram_target_hook"}
+
+
+def test_the_draft_model_flows_through_a_helper_an_attribute_and_a_parameter(
+    built: Built,
+) -> None:
+    # build_draft() returns a struct holding the draft runner's model; the worker keeps it
+    # as self.draft_model and passes it to project(model, ...) in another module.
+    found = needs(built, "FORKED", "draft")["project_hidden"]
+    assert found.status == "required" and found.kind == "call"
+    assert found.sites[0].path.endswith("speculative/draft_helpers.py")
+    assert "project_hidden" not in needs(built, "FORKED", "target")
+
+
+def test_a_worker_that_rewrites_the_algorithm_runs_its_inner_worker_as_that_one(
+    built: Built,
+) -> None:
+    # ForkedWorker sets speculative_algorithm = "EAGLE3" before it builds an EAGLEWorkerV2:
+    # the inner worker's EAGLE3 branch runs, not its EAGLE one.
+    draft = needs(built, "FORKED", "draft")
+    assert "set_embed" in draft
+    assert "set_embed_and_head" not in draft
+
+
+def test_a_name_bound_to_a_predicate_is_decided_like_the_predicate(built: Built) -> None:
+    # `self.is_p_eagle = self.speculative_algorithm.is_eagle3()`, then `if self.is_p_eagle:`.
+    assert set(needs(built, "EAGLE3", "draft")) >= {"set_embed"}
+    assert "set_embed_and_head" not in needs(built, "EAGLE3", "draft")
+    assert needs(built, "EAGLE", "draft")["set_embed_and_head"].status == "required"
+    assert "set_embed" not in needs(built, "EAGLE", "draft")
+
+
+def test_a_hasattr_elif_else_raise_chain_requires_one_of_its_members(built: Built) -> None:
+    target = needs(built, "FORKED", "target")
+    a, b = target["capture_a"], target["capture_b"]
+    assert (a.status, a.alternatives, a.raises) == ("required", ("capture_b",), "ValueError")
+    assert (b.status, b.alternatives, b.raises) == ("required", ("capture_a",), "ValueError")
+    checks = {c.model: c for c in built.compat.checks if c.algorithm == "FORKED"}
+    group = {"capture_a", "capture_b"}
+    assert not group & set(checks["CaptureAForCausalLM"].missing)
+    assert not group & set(checks["CaptureBForCausalLM"].missing)
+    assert group <= set(checks["NoCaptureForCausalLM"].missing)
+    assert checks["NoCaptureForCausalLM"].status == "broken"
+
+
+def test_a_getattr_default_followed_by_a_raise_is_required(built: Built) -> None:
+    hook = needs(built, "FORKED", "target")["forked_hook"]
+    assert hook.status == "required"
+    assert [s.guard for s in hook.sites] == ["getattr-raises"]
+
+
+def test_what_only_an_opt_in_worker_needs_is_conditional_and_puts_a_class_at_risk(
+    built: Built,
+) -> None:
+    # MultiLayerWorker is picked only under enable_multi_layer, a server option that is off
+    # by default: its draft's set_layer_head is needed only then.
+    head = needs(built, "EAGLE", "draft")["set_layer_head"]
+    assert head.status == "conditional"
+    assert "enable_multi_layer" in head.sites[0].condition
+    # Both workers call get_embed_and_head: it stays required.
+    assert needs(built, "EAGLE", "target")["get_embed_and_head"].status == "required"
+    [check] = [
+        c
+        for c in built.compat.checks
+        if c.model == "LlamaForCausalLMEagle" and c.algorithm == "EAGLE" and c.role == "draft"
+    ]
+    assert check.status == "ok"
+    assert [r.member for r in check.at_risk] == ["set_layer_head"]
+    assert "enable_multi_layer" in check.at_risk[0].condition
+
+
+def test_a_name_the_code_rewrites_is_accepted_and_says_what_it_runs_as(built: Built) -> None:
+    runs_as, site = built.interface.aliases["NEXTN"]
+    assert runs_as == "EAGLE" and site.startswith("server_args.py:")
+    notes: list[str] = []
+    chosen = pick_algorithms(
+        built.interface.algorithms, ("nextn",), aliases=built.interface.aliases, note=notes.append
+    )
+    assert chosen == ("EAGLE",)
+    assert notes == [f"NEXTN runs as EAGLE ({site})"]
+    with pytest.raises(TrackerError, match="NEXTN"):  # the error lists the alias too
+        pick_algorithms(built.interface.algorithms, ("EAGEL",), aliases=built.interface.aliases)
+
+
+def test_no_algorithm_without_a_draft_model_checks_draft_classes(built: Built) -> None:
+    drafts = {(c.model, c.algorithm) for c in built.compat.checks if c.role == "draft"}
+    assert not {a for _, a in drafts} & {"NGRAM", "STANDALONE"}
