@@ -57,6 +57,10 @@ class Algorithms:
     # ServerArgs fields and their default values (literal source text).
     defaults: dict[str, str] = field(default_factory=dict)
     warnings: list[str] = field(default_factory=list)
+    # Verdicts already worked out (a test recurs at thousands of sites); cleared when the
+    # aliases or flags they depend on change (tracker.analysis.algorithms.discover).
+    _verdicts: dict[Cond, Verdict] = field(default_factory=dict, repr=False, compare=False)
+    _universe: frozenset[Pair] | None = field(default=None, repr=False, compare=False)
 
     @property
     def speculative(self) -> tuple[str, ...]:
@@ -64,7 +68,9 @@ class Algorithms:
 
     @property
     def universe(self) -> frozenset[Pair]:
-        return frozenset(product(self.members, ROLES))
+        if self._universe is None or len(self._universe) != len(self.members) * len(ROLES):
+            self._universe = frozenset(product(self.members, ROLES))
+        return self._universe
 
     def pairs(
         self, members: frozenset[str] | set[str], roles: tuple[str, ...] = ROLES
@@ -74,6 +80,17 @@ class Algorithms:
     # ------------------------------------------------------------------- evaluation
 
     def evaluate(self, cond: Cond) -> Verdict:
+        known = self._verdicts.get(cond)
+        if known is None:
+            known = self._verdicts[cond] = self._evaluate(cond)
+        return known
+
+    def forget(self) -> None:
+        """Drop the verdicts worked out so far (the aliases or flags changed)."""
+        self._verdicts.clear()
+        self._universe = None
+
+    def _evaluate(self, cond: Cond) -> Verdict:
         u = self.universe
         op = cond.op
         if op == "not":
@@ -186,8 +203,11 @@ def discover(index: VersionIndex, rules: RoleRules) -> Algorithms:
         index, enum_key, algos.members, algos.member_flags, rules.flag_method
     )
     algos.defaults = _server_defaults(index)
+    algos.forget()
     _discover_predicate_aliases(index, algos)
+    algos.forget()
     _discover_flags(index, algos)
+    algos.forget()
     _discover_workers(index, rules, algos)
     _discover_aliases(index, rules, algos)
     missing = [m for m in algos.speculative if not algos.workers.get(m)]

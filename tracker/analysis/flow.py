@@ -233,6 +233,11 @@ class Flow:
     _inits: dict[Obj, tuple[Frame, ...]] = field(default_factory=dict)
     _busy: set[tuple[object, ...]] = field(default_factory=set)
     _depth: int = 0
+    # Memos of answers that depend on the code only (not on what is being evaluated).
+    _self_assign_memo: dict[tuple[str, str], list[Assign]] = field(default_factory=dict)
+    _spelled_memo: dict[tuple[str, str, Cond, int], Cond] = field(default_factory=dict)
+    _runtime_memo: dict[Cond, bool] = field(default_factory=dict)
+    _value_memo: dict[tuple[Frame, str, int], Value] = field(default_factory=dict)
 
     def __post_init__(self) -> None:
         for facts in self.index.iter_modules():
@@ -300,6 +305,15 @@ class Flow:
 
     def value(self, frame: Frame, text: str, line: int) -> Value:
         """What `text`, read at `line` of the frame's function, may be."""
+        memo = (frame, text, line)
+        known = self._value_memo.get(memo)
+        if known is not None:
+            return known
+        found = self._value(frame, text, line)
+        self._value_memo[memo] = found
+        return found
+
+    def _value(self, frame: Frame, text: str, line: int) -> Value:
         text = _unwrapped(text)
         literal = literal_of(text)
         if literal is not None:
@@ -366,12 +380,21 @@ class Flow:
         """Whether the test reads only per-batch objects (roles.toml `[runtime]`), a local
         name counting by what it was assigned (`target_hidden = batch.spec_info.x`) and a
         parameter by what the caller passed."""
-        if self.rules.is_runtime(cond):
+        if self._runtime(cond):
             return True
-        spelled = self._spelled_out(frame, cond, line, 0)
-        if self.rules.is_runtime(spelled):
+        memo = (frame.function, frame.self_obj.cls if frame.self_obj else "", cond, line)
+        spelled = self._spelled_memo.get(memo)
+        if spelled is None:
+            spelled = self._spelled_memo[memo] = self._spelled_out(frame, cond, line, 0)
+        if self._runtime(spelled):
             return True
         return self._param_runtime(frame, spelled)
+
+    def _runtime(self, cond: Cond) -> bool:
+        known = self._runtime_memo.get(cond)
+        if known is None:
+            known = self._runtime_memo[cond] = self.rules.is_runtime(cond)
+        return known
 
     def _param_runtime(self, frame: Frame, cond: Cond) -> bool:
         if cond.op in ("and", "or", "not"):
@@ -419,10 +442,18 @@ class Flow:
         return self._spelled_out(inner, cond._replace(text=text), line, depth + 1)
 
     def _self_assigns(self, obj: Obj, name: str) -> list[Assign]:
-        out = []
-        for fn in self.live_methods(obj.cls):
-            out += [a for a in self.assigns_in(fn) if a.target == f"self.{name}" and a.op == "="]
-        return out
+        memo = (obj.cls, name)
+        known = self._self_assign_memo.get(memo)
+        if known is None:
+            target = f"self.{name}"
+            known = [
+                a
+                for fn in sorted(self.live_methods(obj.cls))
+                for a in self.assigns_in(fn)
+                if a.target == target and a.op == "="
+            ]
+            self._self_assign_memo[memo] = known
+        return known
 
     def condition(self, frame: Frame, cond: Cond, line: int) -> bool | None:
         """Whether a test holds in the frame, where the flow can tell: `self.draft_worker
@@ -603,6 +634,8 @@ class Flow:
             found = self._attribute(obj, name)
         finally:
             self._busy.discard(marker)
+        # Kept even when a cycle was cut short inside: the walk asks in one fixed order, so
+        # the answer is the same on every run (never recomputing keeps cyclic code cheap).
         self._attr_memo[memo] = found
         return found
 
