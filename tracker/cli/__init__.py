@@ -10,9 +10,13 @@ The group and the entry point live here; the commands in one module per group (`
 
 from __future__ import annotations
 
+import contextlib
 import logging
 import os
+import signal
 import sys
+import traceback
+from types import FrameType
 from typing import Any
 
 import click
@@ -22,6 +26,7 @@ from tracker.cli import basics, bisect, models, release, report
 from tracker.cli.options import Failed
 from tracker.common.collector import tune_collector
 from tracker.common.errors import TrackerError
+from tracker.common.lifeline import stop_workers
 
 # --------------------------------------------------------------------------- group
 
@@ -54,6 +59,11 @@ def command_summary(command: click.Command) -> str:
         if word.endswith("."):
             break
     return " ".join(words)
+
+
+class Interrupted(BaseException):
+    """Ctrl-C, carried past click, which would turn a KeyboardInterrupt into its `Abort`
+    (a blank line, "aborted" and exit 2, the code for bad input)."""
 
 
 class TrackerGroup(click.Group):
@@ -91,9 +101,11 @@ class TrackerGroup(click.Group):
             raise _one_line(exc) from None
         except Failed:
             ctx.exit(1)
+        except KeyboardInterrupt:
+            raise Interrupted() from None
         except TrackerError as exc:
             if os.environ.get("TRACKER_DEBUG"):
-                raise
+                traceback.print_exc()  # the traceback, and still the error's own exit code
             click.echo(f"tracker: error: {exc}", err=True)
             ctx.exit(exc.exit_code)
 
@@ -122,10 +134,29 @@ for _module in (basics, bisect, models, release, report):
     _module.register(cli)
 
 
+def _interrupt(signum: int, frame: FrameType | None) -> None:
+    """Ctrl-C: the workers are killed now (their work is not wanted, and waiting for it is
+    what made stopping slow), then the main process unwinds, cleaning up as it goes."""
+    stop_workers()
+    raise KeyboardInterrupt
+
+
+def _leave_interrupted() -> None:
+    """Exit 130 after one line. The unwinding has removed every temporary file; what is
+    left at exit is shutting down worker pools whose workers are already dead, which only
+    costs time (and, on Python 3.11, a thread's traceback about a cancelled task)."""
+    click.echo("tracker: interrupted", err=True)
+    for stream in (sys.stdout, sys.stderr):
+        with contextlib.suppress(OSError, ValueError):
+            stream.flush()
+    os._exit(130)
+
+
 def main(argv: list[str] | None = None) -> None:
     """Entry point: runs the group and maps failures to exit codes and one-line errors."""
     debug = bool(os.environ.get("TRACKER_DEBUG"))
     tune_collector()
+    signal.signal(signal.SIGINT, _interrupt)
     # Warnings the pipeline logs (a cache it cannot write, a corrupt entry) read like the
     # tool's own: one line, "tracker: warning: ...".
     handler = logging.StreamHandler()
@@ -139,20 +170,21 @@ def main(argv: list[str] | None = None) -> None:
     # reaches past it.
     try:
         code = cli.main(args=argv, prog_name="tracker", standalone_mode=False)
-    except click.exceptions.Abort:
+    except click.exceptions.Abort as exc:
+        if isinstance(exc.__cause__, KeyboardInterrupt):  # Ctrl-C while parsing options
+            _leave_interrupted()
         click.echo("tracker: aborted", err=True)
         sys.exit(2)
     except click.ClickException as exc:
         exc.show()
         sys.exit(2)
-    except KeyboardInterrupt:
-        click.echo("tracker: interrupted", err=True)
-        sys.exit(130)
+    except (KeyboardInterrupt, Interrupted):
+        _leave_interrupted()
     except BrokenPipeError:
         sys.exit(0)
     except Exception as exc:  # never a traceback for users; TRACKER_DEBUG=1 shows it
         if debug:
-            raise
+            traceback.print_exc()  # and the same exit code as without it
         click.echo(
             f"tracker: internal error: {type(exc).__name__}: {exc} "
             "(set TRACKER_DEBUG=1 for a traceback)",

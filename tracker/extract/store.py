@@ -19,6 +19,7 @@ from pathlib import Path
 
 from tracker.common.atomic import write_bytes_atomic
 from tracker.common.cachedir import cache_root
+from tracker.common.lifeline import start_worker
 from tracker.extract.facts import FACTS_FORMAT, ModuleFacts
 from tracker.extract.parse import extract_facts, query_set_hash
 from tracker.sources.base import VersionTree
@@ -257,7 +258,9 @@ def _pool(workers: int) -> ProcessPoolExecutor:
     """One pool per process, started on first use: a range of releases would otherwise
     fork fresh workers (from an ever larger parent) for every release."""
     if workers not in _pools:
-        _pools[workers] = ProcessPoolExecutor(max_workers=workers)
+        _pools[workers] = ProcessPoolExecutor(
+            max_workers=workers, initializer=start_worker, initargs=(os.getpid(),)
+        )
         if len(_pools) == 1:
             atexit.register(_shutdown_pools)
     return _pools[workers]
