@@ -11,6 +11,7 @@ The group and the entry point live here; the commands in one module per group (`
 from __future__ import annotations
 
 import contextlib
+import errno
 import logging
 import os
 import signal
@@ -24,6 +25,7 @@ import click
 from tracker import __version__
 from tracker.cli import basics, bisect, models, release, report
 from tracker.cli.options import Failed
+from tracker.cli.stream import install_whole_stdout
 from tracker.common.collector import tune_collector
 from tracker.common.errors import TrackerError
 from tracker.common.lifeline import stop_workers
@@ -141,6 +143,22 @@ def _interrupt(signum: int, frame: FrameType | None) -> None:
     raise KeyboardInterrupt
 
 
+# A write the disk refused: the user's to fix (free space, another folder), not a crash.
+_WRITE_ERRORS = frozenset({errno.ENOSPC, errno.EDQUOT, errno.EFBIG, errno.EIO, errno.EROFS})
+
+
+def _leave_unwritten(exc: OSError) -> None:
+    """One line naming what could not be written, exit 2. An error naming no file came
+    from the output stream (a file the tool writes itself is always named)."""
+    what = exc.filename if exc.filename is not None else "the standard output"
+    click.echo(f"tracker: error: cannot write {what}: {exc.strerror}", err=True)
+    # What is still buffered for stdout would fail again at exit, with a traceback.
+    with contextlib.suppress(OSError):
+        devnull = os.open(os.devnull, os.O_WRONLY)
+        os.dup2(devnull, sys.stdout.fileno())
+    sys.exit(2)
+
+
 def _leave_interrupted() -> None:
     """Exit 130 after one line. The unwinding has removed every temporary file; what is
     left at exit is shutting down worker pools whose workers are already dead, which only
@@ -157,6 +175,7 @@ def main(argv: list[str] | None = None) -> None:
     debug = bool(os.environ.get("TRACKER_DEBUG"))
     tune_collector()
     signal.signal(signal.SIGINT, _interrupt)
+    install_whole_stdout()
     # Warnings the pipeline logs (a cache it cannot write, a corrupt entry) read like the
     # tool's own: one line, "tracker: warning: ...".
     handler = logging.StreamHandler()
@@ -170,6 +189,7 @@ def main(argv: list[str] | None = None) -> None:
     # reaches past it.
     try:
         code = cli.main(args=argv, prog_name="tracker", standalone_mode=False)
+        sys.stdout.flush()  # a full disk under a redirected stdout shows here, not at exit
     except click.exceptions.Abort as exc:
         if isinstance(exc.__cause__, KeyboardInterrupt):  # Ctrl-C while parsing options
             _leave_interrupted()
@@ -185,6 +205,8 @@ def main(argv: list[str] | None = None) -> None:
     except Exception as exc:  # never a traceback for users; TRACKER_DEBUG=1 shows it
         if debug:
             traceback.print_exc()  # and the same exit code as without it
+        if isinstance(exc, OSError) and exc.errno in _WRITE_ERRORS:
+            _leave_unwritten(exc)
         click.echo(
             f"tracker: internal error: {type(exc).__name__}: {exc} "
             "(set TRACKER_DEBUG=1 for a traceback)",

@@ -32,6 +32,12 @@ def atomic_writer(path: Path, mode: str = "wb", *, durable: bool = True) -> Iter
             if durable:
                 os.fsync(handle.fileno())
         tmp.replace(path)
+    except OSError as exc:
+        tmp.unlink(missing_ok=True)
+        if exc.filename is None and exc.errno is not None:
+            # A failed write names no file: name the one the caller asked for.
+            raise OSError(exc.errno, exc.strerror, str(path)) from exc
+        raise
     except BaseException:
         tmp.unlink(missing_ok=True)
         raise

@@ -21,6 +21,7 @@ from packaging.version import Version
 
 from tracker.common.atomic import write_text_atomic
 from tracker.common.errors import TrackerError
+from tracker.common.fileset import write_file_set
 from tracker.compare.diff import Change
 from tracker.compare.snapshot import Snapshot, algorithms_of, pick_algorithms
 from tracker.compare.workspace import Workspace
@@ -165,9 +166,10 @@ class GitHubSink:
 
 
 class DirSink:
-    """One markdown file per issue plus an `issues.json` index, each written atomically.
-    The index is written after the file, so a crash between the two leaves an unindexed
-    file that the rerun writes again, never an indexed issue without its file."""
+    """One markdown file per issue plus an `issues.json` index, written as one set
+    (common/fileset.py): a full disk changes nothing, and the index is moved into place
+    after the files, so a crash between the two leaves an unindexed file that the rerun
+    writes again, never an indexed issue without its file."""
 
     def __init__(self, directory: Path, overwrite: bool = False) -> None:
         self.directory = directory
@@ -194,12 +196,15 @@ class DirSink:
         }
 
     def _write_index(self, entries: dict[str, dict[str, Any]]) -> None:
+        write_file_set(self.directory, {INDEX_NAME: self._index_text(entries)})
+
+    def _index_text(self, entries: dict[str, dict[str, Any]]) -> str:
         ordered = sorted(
             entries.values(),
             key=lambda e: (e.get("report", {}).get("version", ""), e.get("file", "")),
         )
         doc = {"schema": INDEX_SCHEMA, "issues": ordered}
-        write_text_atomic(self.index_path, json.dumps(doc, indent=1, ensure_ascii=False) + "\n")
+        return json.dumps(doc, indent=1, ensure_ascii=False) + "\n"
 
     def known(self) -> dict[str, Tracked]:
         out = {}
@@ -229,12 +234,13 @@ class DirSink:
         return self.write([issue])[0]
 
     def write(self, issues: list[IssueDoc]) -> list[str]:
+        """The issues' files and the index as one set: all of them or none, the index
+        last."""
         entries = self._index()
-        paths = []
+        files: dict[str, str] = {}
         for issue in issues:
             name = _file_name(issue)
-            path = self.directory / name
-            write_text_atomic(path, front_matter(issue))
+            files[name] = front_matter(issue)
             previous = entries.get(issue.fingerprint, {})
             entries[issue.fingerprint] = {
                 "fingerprint": issue.fingerprint,
@@ -245,9 +251,9 @@ class DirSink:
                 "state": previous.get("state", "open"),
                 **({k: previous[k] for k in ("fixed_in", "fixed_reason") if k in previous}),
             }
-            paths.append(str(path))
-        self._write_index(entries)
-        return paths
+        files[INDEX_NAME] = self._index_text(entries)
+        write_file_set(self.directory, files, last=INDEX_NAME)
+        return [str(self.directory / name) for name in files if name != INDEX_NAME]
 
     def resolve(self, tracked: Tracked, version: str, reason: str) -> None:
         entries = self._index()
