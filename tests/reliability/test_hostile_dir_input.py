@@ -473,3 +473,28 @@ def _pipeline(files: dict[str, bytes]) -> tuple[object, object]:
         (interface.algorithms, interface.requirements, interface.output_fields, interface.warnings),
         checks,
     )
+
+
+# -- limits ---------------------------------------------------------------------------------------
+
+
+def _chain(depth: int) -> str:
+    lines = ["from torch import nn", "", "", "class B0(nn.Module):", "    pass", ""]
+    for i in range(1, depth):
+        lines += ["", f"class B{i}(B{i - 1}):", "    pass", ""]
+    return "\n".join([*lines, "", f"EntryClass = [B{depth - 1}]", ""])
+
+
+def test_a_700_level_inheritance_chain_is_cut_with_one_warning_not_a_crash(
+    sgl_dir: MakeDir,
+) -> None:
+    root = sgl_dir("deep", {f"{SRT}models/deep.py": _chain(700)})
+    run = run_process(
+        "check", "local", "--source", f"dir:{root}", "-a", "EAGLE3", "--all", "--format", "json"
+    )
+    assert run.code == 0, run.stderr
+    checks = {c["model"]: c for c in json.loads(run.stdout)["checks"]}
+    assert checks["LlamaForCausalLM"]["status"] == "ok"
+    assert checks["B699"]["status"] == "broken"
+    (warning,) = [line for line in run.error_lines if "inherits through" in line]
+    assert "B699" in warning and "more than 150 classes" in warning
