@@ -478,6 +478,47 @@ def test_every_facts_entry_corrupt_gives_the_clean_answer(
     assert all(_decode(e.read_bytes()) is not None for e in _entries(cache_dir))
 
 
+def test_a_fully_corrupt_facts_cache_is_one_warning_line_not_one_per_entry(
+    sgl_dir: MakeDir, cache_dir: Path
+) -> None:
+    root = sgl_dir(generated=10)
+    args = ("interface", "local", "--source", f"dir:{root}", "--format", "json")
+    assert run_process(*args).code == 0
+    entries = _entries(cache_dir)
+    assert len(entries) > 10
+    for entry in entries:
+        entry.write_bytes(b"garbage")
+    for snapshot in _files_under(cache_dir / "snapshots"):
+        snapshot.unlink()
+    again = run_process(*args)
+    assert again.code == 0, again.stderr
+    (line,) = again.error_lines
+    assert line.startswith(f"tracker: warning: {len(entries)} facts cache entries are corrupt")
+
+
+@pytest.mark.parametrize("where", ["a facts entry", "the cached snapshot"])
+def test_a_fifo_in_the_cache_is_rebuilt_over_and_never_hangs_the_run(
+    sgl_dir: MakeDir, cache_dir: Path, where: str
+) -> None:
+    root = sgl_dir()
+    args = ("interface", "local", "--source", f"dir:{root}", "--format", "json")
+    first = run_process(*args)
+    assert first.code == 0
+    (snapshot,) = _files_under(cache_dir / "snapshots")
+    victim = _entries(cache_dir)[0] if where == "a facts entry" else snapshot
+    if where == "a facts entry":
+        snapshot.unlink()  # so that the facts are read
+    victim.unlink()
+    os.mkfifo(victim)
+    try:
+        again = run_process(*args, timeout=60)
+    except subprocess.TimeoutExpired:
+        pytest.fail(f"a FIFO in place of {where} held the run")
+    assert again.code == 0, again.stderr
+    assert again.stdout == first.stdout
+    assert victim.is_file()  # rebuilt in place of the FIFO
+
+
 def test_an_entry_written_by_encode_round_trips() -> None:
     data = tree()[WORKER].encode()
     facts = extract_facts(WORKER, content_id(data), data)

@@ -26,6 +26,7 @@ from collections.abc import Mapping
 from pathlib import Path
 
 from tracker.common.errors import TrackerError
+from tracker.common.regular import read_regular_text
 
 STAGING_PREFIX = ".tracker-staging-"
 # A staging folder this old is left from a killed run (a live run's exists for seconds).
@@ -132,7 +133,7 @@ def _replace(source: Path, target: Path) -> None:
 def _recorded(path: Path) -> set[str]:
     """The relative paths an earlier run recorded; never one outside the folder."""
     try:
-        doc = json.loads(path.read_text(encoding="utf-8"))
+        doc = json.loads(read_regular_text(path))
     except (OSError, ValueError):
         return set()
     names = doc.get("files", []) if isinstance(doc, dict) else []

@@ -20,6 +20,7 @@ from pathlib import Path
 from tracker.common.atomic import write_bytes_atomic
 from tracker.common.cachedir import cache_root
 from tracker.common.lifeline import start_worker
+from tracker.common.regular import read_regular
 from tracker.extract.facts import FACTS_FORMAT, ModuleFacts
 from tracker.extract.parse import extract_facts, query_set_hash
 from tracker.sources.base import VersionTree
@@ -60,17 +61,35 @@ def _decode(blob: bytes) -> ModuleFacts | None:
     return facts if isinstance(facts, ModuleFacts) else None
 
 
-def read_cached(base: Path, content_id: str, full: bool = True) -> ModuleFacts | None:
+def read_cached(
+    base: Path, content_id: str, full: bool = True, corrupt: list[str] | None = None
+) -> ModuleFacts | None:
+    """The cached facts, None when missing or corrupt; a corrupt entry is warned about, or
+    added to `corrupt` for the caller to sum up (a whole damaged cache is one line)."""
     try:
-        blob = _entry_path(base, content_id, full).read_bytes()
+        blob = read_regular(_entry_path(base, content_id, full))  # a FIFO must not hang
     except OSError:
         return None
     facts = _decode(blob)
     if facts is not None and (facts.content_id != content_id or facts.definitions_only == full):
         facts = None  # a valid entry of another file, copied or renamed into this place
     if facts is None:
-        log.warning("facts cache entry %s is corrupt; rebuilding it", content_id)
+        if corrupt is None:
+            log.warning("facts cache entry %s is corrupt; rebuilding it", content_id)
+        else:
+            corrupt.append(content_id)
     return facts
+
+
+def _warn_corrupt(corrupt: list[str]) -> None:
+    if len(corrupt) == 1:
+        log.warning("facts cache entry %s is corrupt; rebuilding it", corrupt[0])
+    elif corrupt:
+        log.warning(
+            "%d facts cache entries are corrupt (%s, ...); rebuilding them",
+            len(corrupt),
+            corrupt[0],
+        )
 
 
 _write_failed: list[str] = []
@@ -143,6 +162,7 @@ def load_facts(
     files: Mapping[str, str] = tree.files
     result: dict[str, ModuleFacts] = {}
     missing: list[tuple[str, str, bool]] = []
+    corrupt: list[str] = []
     for path in sorted(set(paths)):
         cid = files[path]
         full = path not in definitions_only
@@ -151,12 +171,13 @@ def load_facts(
             # Parsed ahead: taken from the pool's answer below, not unpickled from disk.
             missing.append((path, cid, full))
             continue
-        cached = cached or read_cached(base, cid, full)
+        cached = cached or read_cached(base, cid, full, corrupt)
         if cached is None:
             missing.append((path, cid, full))
         else:
             recent.put((cid, full), cached)
             result[path] = _at(cached, path)
+    _warn_corrupt(corrupt)
     missing = _collect_ahead(missing, result)
     total = len(missing)
     if progress is not None:

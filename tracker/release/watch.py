@@ -22,6 +22,7 @@ from packaging.version import Version
 from tracker.common.atomic import write_text_atomic
 from tracker.common.errors import TrackerError
 from tracker.common.fileset import write_file_set
+from tracker.common.regular import read_regular_text
 from tracker.compare.diff import Change
 from tracker.compare.snapshot import Snapshot, algorithms_of, pick_algorithms
 from tracker.compare.workspace import Workspace
@@ -73,7 +74,7 @@ def load_state(path: Path) -> WatchState | None:
     """The state in `path`, None when there is no file; a file that is not a watch state
     is an error (overwriting it could lose someone's data)."""
     try:
-        text = path.read_text(encoding="utf-8")
+        text = read_regular_text(path)
     except FileNotFoundError:
         return None
     except OSError as exc:
@@ -182,7 +183,7 @@ class DirSink:
 
     def _index(self) -> dict[str, dict[str, Any]]:
         try:
-            doc = json.loads(self.index_path.read_text(encoding="utf-8"))
+            doc = json.loads(read_regular_text(self.index_path))
         except FileNotFoundError:
             return {}
         except (OSError, ValueError):

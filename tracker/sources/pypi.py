@@ -35,6 +35,7 @@ from tracker.common.errors import (
     SourceError,
     TrackerError,
 )
+from tracker.common.regular import read_regular, read_regular_text
 from tracker.sources.base import (
     Source,
     SourceIdentity,
@@ -363,7 +364,7 @@ def _load_archive(archive: Path) -> tuple[str, dict[str, str]] | None:
     checked from end to end (every member's CRC) and the index rebuilt.
     """
     try:
-        data = archive.read_bytes()
+        data = read_regular(archive)
     except OSError:
         return None
     sha256 = hashlib.sha256(data).hexdigest()
@@ -471,7 +472,7 @@ def _pip_reason(result: subprocess.CompletedProcess[str]) -> str:
 
 def _read_json(path: Path) -> dict[str, Any] | None:
     try:
-        document = json.loads(path.read_text(encoding="utf-8"))
+        document = json.loads(read_regular_text(path))
     except (OSError, ValueError):
         return None
     return document if isinstance(document, dict) else None
