@@ -33,6 +33,7 @@ from tests.reliability.support import (
     tracker_env,
 )
 from tracker.common.atomic import write_bytes_atomic
+from tracker.common.cachedir import LEFTOVER_AGE, SWEEP_EVERY, sweep_leftovers
 from tracker.compare.snapshot import Builder, Snapshot, load_file, to_json, write_file
 from tracker.extract.parse import extract_facts
 from tracker.extract.store import _decode, _encode, facts_dir, load_facts
@@ -607,3 +608,53 @@ def test_write_file_then_load_file_is_the_same_snapshot(tmp_path: Path) -> None:
     loaded = load_file(tmp_path / "s.json")
     assert loaded is not None
     assert to_json(loaded) == to_json(snap)
+
+
+# -- leftovers of killed runs ---------------------------------------------------------------------
+
+
+def _aged(path: Path, seconds: float) -> Path:
+    when = time.time() - seconds
+    os.utime(path, (when, when))
+    return path
+
+
+def test_the_next_run_removes_what_killed_runs_left_and_nothing_a_live_run_uses(
+    sgl_dir: MakeDir, cache_dir: Path
+) -> None:
+    root = sgl_dir()
+    args = ("interface", "local", "--source", f"dir:{root}", "--format", "json")
+    assert run_process(*args).code == 0
+    entry = _entries(cache_dir)[0]
+    pypi = cache_dir / "pypi"
+    pypi.mkdir()
+    old_tmp = entry.with_name(f".{entry.name}.8rb3hkl6.tmp")
+    old_tmp.write_bytes(b"half")
+    _aged(old_tmp, 2 * LEFTOVER_AGE)
+    old_download = pypi / ".download-0qqra9pu"
+    old_download.mkdir()
+    (old_download / "sglang-0.5.15-py3-none-any.whl").write_bytes(b"part")
+    _aged(old_download, 2 * LEFTOVER_AGE)
+    live_tmp = entry.with_name(f".{entry.name}.livelive.tmp")
+    live_tmp.write_bytes(b"being written")
+    live_download = pypi / ".download-live1234"
+    live_download.mkdir()
+
+    again = run_process(*args)
+    assert again.code == 0, again.stderr
+    assert not old_tmp.exists() and not old_download.exists()
+    assert live_tmp.exists() and live_download.exists()
+    assert entry.exists()
+
+
+def test_the_cache_is_swept_at_most_once_in_a_while(tmp_path: Path) -> None:
+    leftover = tmp_path / ".x.abc.tmp"
+    leftover.write_bytes(b"")
+    _aged(leftover, 2 * LEFTOVER_AGE)
+    now = time.time()
+    assert sweep_leftovers(tmp_path, now=now) == 1
+    again = tmp_path / ".y.abc.tmp"
+    again.write_bytes(b"")
+    _aged(again, 2 * LEFTOVER_AGE)
+    assert sweep_leftovers(tmp_path, now=now + 60) == 0  # swept a minute ago
+    assert sweep_leftovers(tmp_path, now=now + SWEEP_EVERY + 1) == 1

@@ -26,6 +26,7 @@ from tracker import __version__
 from tracker.cli import basics, bisect, models, release, report
 from tracker.cli.options import Failed
 from tracker.cli.stream import install_whole_stdout
+from tracker.common.cachedir import sweep_leftovers
 from tracker.common.collector import tune_collector
 from tracker.common.errors import TrackerError
 from tracker.common.lifeline import stop_workers
@@ -184,6 +185,7 @@ def main(argv: list[str] | None = None) -> None:
     package_log.addHandler(handler)
     package_log.setLevel(logging.WARNING)
     package_log.propagate = False
+    sweep_leftovers()  # what killed runs left in the cache
     # A failed check (exit 1) and the tool's own errors (exit 2) are mapped by
     # TrackerGroup.invoke, for every way of invoking the group; below is what
     # reaches past it.

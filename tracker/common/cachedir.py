@@ -2,7 +2,10 @@
 
 from __future__ import annotations
 
+import contextlib
 import os
+import shutil
+import time
 from pathlib import Path
 
 
@@ -15,3 +18,55 @@ def cache_root() -> Path:
     import platformdirs  # deferred: keeps `tracker --help` fast
 
     return Path(platformdirs.user_cache_dir("sglang-tracker"))
+
+
+# What a killed run leaves in the cache: temporary files of atomic writes (`.NAME.XXXX.tmp`)
+# and scratch folders of downloads and clones. A live run's last for seconds, a slow
+# download for minutes: only those untouched for this long are taken for a dead run's.
+LEFTOVER_AGE = 60 * 60
+_SCRATCH_PREFIXES = (".download-", ".clone-")
+# The sweep walks the whole cache; once a while is enough.
+SWEEP_EVERY = 6 * 60 * 60
+_SWEEP_MARK = ".last-sweep"
+
+
+def sweep_leftovers(root: Path | None = None, *, now: float | None = None) -> int:
+    """Remove the temporary files and scratch folders killed runs left in the cache, at
+    most once every SWEEP_EVERY seconds; returns how many were removed. Never fails: a
+    cache it cannot sweep is only a little larger."""
+    root = root if root is not None else cache_root()
+    now = time.time() if now is None else now
+    mark = root / _SWEEP_MARK
+    try:
+        if now - mark.stat().st_mtime < SWEEP_EVERY:
+            return 0
+    except OSError:
+        pass  # never swept (or no cache yet)
+    if not root.is_dir():
+        return 0
+    removed = 0
+    for folder, subfolders, names in os.walk(root):
+        here = Path(folder)
+        for name in [n for n in subfolders if n.startswith(_SCRATCH_PREFIXES)]:
+            subfolders.remove(name)
+            removed += _remove_if_old(here / name, now)
+        for name in names:
+            if name.startswith(".") and name.endswith(".tmp"):
+                removed += _remove_if_old(here / name, now)
+    with contextlib.suppress(OSError):
+        mark.touch()
+        os.utime(mark, (now, now))
+    return removed
+
+
+def _remove_if_old(path: Path, now: float) -> int:
+    try:
+        if now - path.lstat().st_mtime < LEFTOVER_AGE:
+            return 0
+        if path.is_dir() and not path.is_symlink():
+            shutil.rmtree(path)
+        else:
+            path.unlink()
+    except OSError:
+        return 0
+    return 1
