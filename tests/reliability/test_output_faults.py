@@ -16,15 +16,13 @@ import resource
 import signal
 import subprocess
 import sys
-from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
 import pytest
-from sgl_trees import tree as tiny_tree
 
 import tracker.common.fileset
-from tests.reliability.support import MAIN, SRT, run_cli, tracker_env
+from tests.reliability.support import MAIN, run_cli, tracker_env
 from tracker.compare.workspace import shipped_versions
 from tracker.sources.pypi import _VERSIONS_SCHEMA
 
@@ -121,19 +119,6 @@ def test_a_report_the_disk_cannot_hold_leaves_the_earlier_report_as_it_was(
     line = assert_one_line_error(run, "No space left on device", str(out))
     assert "cannot write " in line
     assert _tree(out) == before  # the old index and graphs, and no staging folder
-
-
-@pytest.fixture
-def breaking_repo(make_git_repo: Callable[..., Path]) -> Path:
-    """A git history of two tiny releases; v0.5.10 drops a member two models need."""
-    old = tiny_tree()
-    new = dict(old)
-    llama = f"{SRT}models/llama.py"
-    dropped = "    def set_eagle3_layers_to_capture(self, layer_ids=None):\n"
-    dropped += "        self.layers = layer_ids\n"
-    assert dropped in new[llama]
-    new[llama] = new[llama].replace(dropped, "")
-    return make_git_repo({"v0.5.9": old, "v0.5.10": new})
 
 
 def _issues(repo: Path, out: Path) -> Any:

@@ -9,6 +9,7 @@ redoes that release and finds the issues it had already filed.
 
 from __future__ import annotations
 
+import hashlib
 import json
 import re
 from collections.abc import Callable, Container
@@ -20,8 +21,10 @@ from typing import Any, Protocol
 from packaging.version import Version
 
 from tracker.common.atomic import write_text_atomic
+from tracker.common.cachedir import cache_root
 from tracker.common.errors import TrackerError
 from tracker.common.fileset import write_file_set
+from tracker.common.lock import held
 from tracker.common.regular import read_regular_text
 from tracker.compare.diff import Change
 from tracker.compare.snapshot import Snapshot, algorithms_of, pick_algorithms
@@ -526,7 +529,35 @@ def run_watch(
     dry_run: bool = False,
 ) -> WatchResult:
     """Handle the releases after the state's last one (or `since`). With `dry_run`,
-    the sink only reads and the state file is neither written nor created."""
+    the sink only reads and the state file is neither written nor created. Refused while
+    another run uses the same state file or files to the same destination on this machine:
+    both would file the same issues."""
+    if dry_run:
+        return _run_watch(
+            ws, sink, state_path, since, until, algorithms, options, on_release, note, True
+        )
+    destination = hashlib.sha1(sink.destination.encode(), usedforsecurity=False).hexdigest()
+    with (
+        held(state_path.with_name(f"{state_path.name}.lock"), f"the watch state {state_path}"),
+        held(cache_root() / "locks" / f"watch-{destination[:16]}.lock", sink.destination),
+    ):
+        return _run_watch(
+            ws, sink, state_path, since, until, algorithms, options, on_release, note, False
+        )
+
+
+def _run_watch(
+    ws: Workspace,
+    sink: Sink,
+    state_path: Path,
+    since: str | None,
+    until: str | None,
+    algorithms: tuple[str, ...],
+    options: RenderOptions | None,
+    on_release: Callable[[ReleaseOutcome], None] | None,
+    note: Callable[[str], None] | None,
+    dry_run: bool,
+) -> WatchResult:
     options = options or RenderOptions()
     say = note or (lambda _: None)
     if dry_run:
