@@ -3,10 +3,31 @@
 from __future__ import annotations
 
 import contextlib
+import logging
 import os
 import shutil
 import time
 from pathlib import Path
+
+log = logging.getLogger(__name__)
+
+_unwritable: set[Path] = set()
+
+
+def cannot_write_cache(where: Path, exc: OSError) -> None:
+    """Say once per process (and cache folder) that the cache cannot be written (a
+    read-only or full disk): the facts, snapshots and downloads then cost time, not the
+    answer."""
+    root = cache_root()
+    if root in _unwritable:
+        return
+    _unwritable.add(root)
+    log.warning(
+        "cannot write to the cache in %s (%s); carrying on without it (TRACKER_CACHE_DIR "
+        "can name a writable folder)",
+        where,
+        exc.strerror or exc,
+    )
 
 
 def cache_root() -> Path:

@@ -13,12 +13,13 @@ import hashlib
 import logging
 import os
 import pickle
+import tempfile
 from collections.abc import Callable, Iterable, Mapping
 from concurrent.futures import Future, ProcessPoolExecutor
 from pathlib import Path
 
 from tracker.common.atomic import write_bytes_atomic
-from tracker.common.cachedir import cache_root
+from tracker.common.cachedir import cache_root, cannot_write_cache
 from tracker.common.lifeline import start_worker
 from tracker.common.regular import read_regular
 from tracker.extract.facts import FACTS_FORMAT, ModuleFacts
@@ -92,9 +93,6 @@ def _warn_corrupt(corrupt: list[str]) -> None:
         )
 
 
-_write_failed: list[str] = []
-
-
 def _parse_and_store(
     base: Path, path: str, content_id: str, data: bytes, full: bool = True
 ) -> ModuleFacts:
@@ -103,17 +101,35 @@ def _parse_and_store(
         # No fsync: entries are checksummed, a torn one is detected and rebuilt.
         write_bytes_atomic(_entry_path(base, content_id, full), _encode(facts), durable=False)
     except OSError as exc:  # a full or read-only disk costs speed, not correctness
-        if not _write_failed:  # once, not once per file
-            log.warning(
-                "could not write to the facts cache (%s); carrying on without it",
-                exc.strerror or exc,
-            )
-        _write_failed.append(content_id)
+        cannot_write_cache(base, exc)
     return facts
 
 
 def _parse_batch(base: str, items: list[tuple[str, str, bytes, bool]]) -> list[ModuleFacts]:
+    """Worker: parse and cache a batch (`base` empty: the cache cannot be written, and
+    each worker saying so would repeat the main process's one line)."""
+    if not base:
+        return [extract_facts(p, c, d, full=full) for p, c, d, full in items]
     return [_parse_and_store(Path(base), p, c, d, full) for p, c, d, full in items]
+
+
+_writable: dict[Path, bool] = {}
+
+
+def _for_workers(base: Path) -> str:
+    """`base` for the workers' batches, or "" when this process finds it cannot write
+    there (said once, here)."""
+    if base not in _writable:
+        try:
+            base.mkdir(parents=True, exist_ok=True)
+            fd, probe = tempfile.mkstemp(prefix=".probe.", suffix=".tmp", dir=base)
+            os.close(fd)
+            Path(probe).unlink()
+            _writable[base] = True
+        except OSError as exc:
+            cannot_write_cache(base, exc)
+            _writable[base] = False
+    return str(base) if _writable[base] else ""
 
 
 def default_jobs() -> int:
@@ -195,7 +211,8 @@ def load_facts(
     batches = _batches([(path, cid, tree.read(path), full) for path, cid, full in missing], workers)
     done = 0
     pool = _pool(workers)
-    for batch_facts in pool.map(_parse_batch, [str(base)] * len(batches), batches):
+    target = _for_workers(base)
+    for batch_facts in pool.map(_parse_batch, [target] * len(batches), batches):
         for facts in batch_facts:
             result[facts.path] = facts
             recent.put((facts.content_id, not facts.definitions_only), facts)
@@ -230,7 +247,7 @@ def parse_ahead(tree: VersionTree, paths: Iterable[str], definitions_only: froze
     items = [(path, cid, tree.read(path), full) for (cid, full), path in todo.items()]
     pool = _pool(workers)
     for batch in _batches(items, workers):
-        future = pool.submit(_parse_batch, str(base), batch)
+        future = pool.submit(_parse_batch, _for_workers(base), batch)
         for _, cid, _, full in batch:
             _ahead[(cid, full)] = future
     return len(items)
