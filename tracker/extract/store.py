@@ -13,6 +13,7 @@ import hashlib
 import logging
 import os
 import pickle
+import shutil
 import tempfile
 from collections.abc import Callable, Iterable, Mapping
 from concurrent.futures import Future, ProcessPoolExecutor
@@ -97,9 +98,12 @@ def _parse_and_store(
     base: Path, path: str, content_id: str, data: bytes, full: bool = True
 ) -> ModuleFacts:
     facts = extract_facts(path, content_id, data, full=full)
+    entry = _entry_path(base, content_id, full)
     try:
+        if entry.is_dir() and not entry.is_symlink():
+            shutil.rmtree(entry)  # a folder where the entry goes would fail every run
         # No fsync: entries are checksummed, a torn one is detected and rebuilt.
-        write_bytes_atomic(_entry_path(base, content_id, full), _encode(facts), durable=False)
+        write_bytes_atomic(entry, _encode(facts), durable=False)
     except OSError as exc:  # a full or read-only disk costs speed, not correctness
         cannot_write_cache(base, exc)
     return facts
