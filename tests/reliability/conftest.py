@@ -30,9 +30,8 @@ def cache_dir() -> Path:
     return Path(os.environ["TRACKER_CACHE_DIR"])
 
 
-@pytest.fixture
-def breaking_repo(make_git_repo: Callable[..., Path]) -> Path:
-    """A git history of two tiny releases; v0.5.10 drops a member the Llama model needs."""
+def _breaking_history() -> dict[str, dict[str, str]]:
+    """Three tiny releases; v0.5.10 drops a member the Llama model needs."""
     old = tiny_tree()
     new = dict(old)
     llama = f"{SRT}models/llama.py"
@@ -40,4 +39,10 @@ def breaking_repo(make_git_repo: Callable[..., Path]) -> Path:
     dropped += "        self.layers = layer_ids\n"
     assert dropped in new[llama]
     new[llama] = new[llama].replace(dropped, "")
-    return make_git_repo({"v0.5.9": old, "v0.5.10": new})
+    return {"v0.5.8": old, "v0.5.9": old, "v0.5.10": new}
+
+
+@pytest.fixture
+def breaking_repo(make_git_repo: Callable[..., Path]) -> Path:
+    """A git repository of three tiny releases; v0.5.10 breaks LlamaForCausalLM."""
+    return make_git_repo(_breaking_history())

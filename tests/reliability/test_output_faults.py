@@ -23,19 +23,6 @@ import pytest
 
 import tracker.common.fileset
 from tests.reliability.support import MAIN, run_cli, tracker_env
-from tracker.compare.workspace import shipped_versions
-from tracker.sources.pypi import _VERSIONS_SCHEMA
-
-OFFLINE = {"TRACKER_PIP": "false"}  # shipped snapshots only: the index is never reached
-
-
-@pytest.fixture(autouse=True)
-def _listed_releases(cache_dir: Path) -> None:
-    """The releases with shipped snapshots as the cached list: with the index out of reach
-    every command here works from the shipped snapshots (after a warning saying so)."""
-    listing = {"schema": _VERSIONS_SCHEMA, "package": "sglang", "versions": shipped_versions()}
-    (cache_dir / "pypi").mkdir(parents=True)
-    (cache_dir / "pypi" / "versions.json").write_text(json.dumps(listing))
 
 
 def assert_one_line_error(run: Any, *needles: str) -> str:
@@ -76,30 +63,32 @@ class _FullAfter:
         return getattr(os, name)
 
 
-def _report(out: Path, spec: str = "v0.5.8..v0.5.9") -> Any:
+def _report(repo: Path, out: Path, spec: str = "v0.5.8..v0.5.9") -> Any:
     args = ("report", spec, "-a", "EAGLE3", "-o", str(out), "--layout", "python")
-    return run_cli(*args, env=OFFLINE)
+    return run_cli(*args, "--graphs", "all", "--repo", str(repo))
 
 
 # -- the user's files ---------------------------------------------------------------------------
 
 
 def test_a_report_never_removes_the_users_own_files_and_only_its_own_stale_graphs(
-    tmp_path: Path,
+    tmp_path: Path, breaking_repo: Path
 ) -> None:
     docs = tmp_path / "docs"
     (docs / "graphs").mkdir(parents=True)
     (docs / "graphs" / "architecture.svg").write_text("<svg>my diagram</svg>")
     (docs / "graphs" / "EAGLE3-v0.0.1.svg").write_text("<svg>named like ours</svg>")
     (docs / "notes.md").write_text("mine\n")
-    assert _report(docs, "v0.5.5..v0.5.6").code == 0
-    first = {p.name for p in (docs / "graphs").iterdir()}
-    assert {"EAGLE3-v0.5.5.svg", "EAGLE3-v0.5.6.svg"} <= first
-    run = _report(docs, "v0.5.8..v0.5.9")
+    first = _report(breaking_repo, docs, "v0.5.8..v0.5.9")
+    assert first.code == 0, first.stderr
+    assert {"EAGLE3-v0.5.8.svg", "EAGLE3-v0.5.9.svg"} <= {
+        p.name for p in (docs / "graphs").iterdir()
+    }
+    run = _report(breaking_repo, docs, "v0.5.9..v0.5.10")
     assert run.code == 0, run.stderr
     graphs = {p.name for p in (docs / "graphs").iterdir()}
-    assert {"architecture.svg", "EAGLE3-v0.0.1.svg", "EAGLE3-v0.5.9.svg"} <= graphs
-    assert "EAGLE3-v0.5.5.svg" not in graphs and "EAGLE3-v0.5.6.svg" not in graphs
+    assert {"architecture.svg", "EAGLE3-v0.0.1.svg", "EAGLE3-v0.5.10.svg"} <= graphs
+    assert "EAGLE3-v0.5.8.svg" not in graphs
     assert (docs / "graphs" / "architecture.svg").read_text() == "<svg>my diagram</svg>"
     assert (docs / "notes.md").read_text() == "mine\n"
 
@@ -109,13 +98,13 @@ def test_a_report_never_removes_the_users_own_files_and_only_its_own_stale_graph
 
 @pytest.mark.parametrize("room", [0, 1, 2])
 def test_a_report_the_disk_cannot_hold_leaves_the_earlier_report_as_it_was(
-    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, room: int
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, breaking_repo: Path, room: int
 ) -> None:
     out = tmp_path / "report"
-    assert _report(out, "v0.5.5..v0.5.6").code == 0
+    assert _report(breaking_repo, out, "v0.5.8..v0.5.9").code == 0
     before = _tree(out)
     monkeypatch.setattr(tracker.common.fileset, "os", _FullAfter(room))
-    run = _report(out, "v0.5.8..v0.5.10")
+    run = _report(breaking_repo, out, "v0.5.8..v0.5.10")
     line = assert_one_line_error(run, "No space left on device", str(out))
     assert "cannot write " in line
     assert _tree(out) == before  # the old index and graphs, and no staging folder
@@ -167,20 +156,22 @@ def test_watch_out_on_a_full_disk_is_one_line_and_the_rerun_files_what_was_lost(
 # -- folders that cannot be made -------------------------------------------------------------------
 
 
-def test_an_output_folder_that_cannot_be_made_is_one_line_before_any_work(tmp_path: Path) -> None:
+def test_an_output_folder_that_cannot_be_made_is_one_line_before_any_work(
+    tmp_path: Path, breaking_repo: Path
+) -> None:
     blocker = tmp_path / "a-file"
     blocker.write_text("")
     for command in (
         ("report", "v0.5.8..v0.5.9", "-a", "EAGLE3", "-o"),
         ("issues", "v0.5.8", "v0.5.9", "-a", "EAGLE3", "--out"),
     ):
-        run = run_cli(*command, str(blocker / "inside"), env=OFFLINE)
+        run = run_cli(*command, str(blocker / "inside"), "--repo", str(breaking_repo))
         assert_one_line_error(run, f"cannot create output directory {blocker / 'inside'}")
 
 
 @pytest.mark.skipif(not Path("/proc/self").is_dir(), reason="needs /proc")
-def test_a_report_into_proc_says_it_cannot_create_the_folder(tmp_path: Path) -> None:
-    run = _report(Path("/proc/nope"))
+def test_a_report_into_proc_says_it_cannot_create_the_folder(breaking_repo: Path) -> None:
+    run = _report(breaking_repo, Path("/proc/nope"))
     assert_one_line_error(run, "cannot create output directory /proc/nope")
 
 
@@ -195,7 +186,7 @@ def _capped(limit: int) -> None:
 def _capped_tracker(*args: str, stdout: Any = subprocess.PIPE, limit: int = 64 * 1024) -> Any:
     return subprocess.run(
         [sys.executable, "-m", "tracker", *args],
-        env=tracker_env(**OFFLINE),
+        env=tracker_env(),
         cwd=MAIN,
         stdout=stdout,
         stderr=subprocess.PIPE,
@@ -220,27 +211,33 @@ def _one_line(result: Any, *needles: str) -> None:
 
 
 def test_a_report_larger_than_the_disk_allows_names_the_file_in_a_real_process(
-    tmp_path: Path,
+    tmp_path: Path, breaking_repo: Path
 ) -> None:
     out = tmp_path / "report"
-    result = _capped_tracker("report", "v0.5.8..v0.5.9", "-a", "EAGLE3", "-o", str(out))
+    result = _capped_tracker(
+        "report", "v0.5.8..v0.5.10", "-a", "EAGLE3", "-o", str(out), "--repo", str(breaking_repo),
+        limit=32 * 1024,
+    )  # fmt: skip
     _one_line(result, f"{out}/index.html", "File too large")
     assert [p for p in out.rglob("*") if p.is_file()] == []
 
 
-def test_stdout_on_a_full_disk_is_one_line_not_an_internal_error(tmp_path: Path) -> None:
-    target = tmp_path / "x.sarif"
+def test_stdout_on_a_full_disk_is_one_line_not_an_internal_error(
+    tmp_path: Path, breaking_repo: Path
+) -> None:
+    target = tmp_path / "x.json"
+    args = ("check", "v0.5.10", "--all", "--format", "json", "--repo", str(breaking_repo))
     with target.open("w") as handle:
-        result = _capped_tracker(
-            "check", "v0.5.9", "-a", "EAGLE3", "--format", "sarif", stdout=handle
-        )
+        result = _capped_tracker(*args, stdout=handle, limit=4096)
+    assert target.stat().st_size <= 4096
     _one_line(result, "the standard output", "File too large")
 
 
 @pytest.mark.skipif(not Path("/dev/full").exists(), reason="needs /dev/full")
-def test_stdout_to_dev_full_is_one_line_not_an_internal_error() -> None:
+def test_stdout_to_dev_full_is_one_line_not_an_internal_error(breaking_repo: Path) -> None:
+    args = ("check", "v0.5.10", "-a", "EAGLE3", "--repo", str(breaking_repo))
     with Path("/dev/full").open("w") as full:
-        result = _capped_tracker("check", "v0.5.9", "-a", "EAGLE3", stdout=full, limit=2**40)
+        result = _capped_tracker(*args, stdout=full, limit=2**40)
     _one_line(result, "the standard output", "No space left on device")
 
 
