@@ -145,7 +145,7 @@ def _interrupt(signum: int, frame: FrameType | None) -> None:
 
 
 # A write the disk refused: the user's to fix (free space, another folder), not a crash.
-_WRITE_ERRORS = frozenset({errno.ENOSPC, errno.EDQUOT, errno.EFBIG, errno.EIO, errno.EROFS})
+_WRITE_ERRORS = frozenset({errno.ENOSPC, errno.EDQUOT, errno.EFBIG, errno.EROFS})
 
 
 def _leave_unwritten(exc: OSError) -> None:
@@ -209,11 +209,8 @@ def main(argv: list[str] | None = None) -> None:
             traceback.print_exc()  # and the same exit code as without it
         if isinstance(exc, OSError) and exc.errno in _WRITE_ERRORS:
             _leave_unwritten(exc)
-        click.echo(
-            f"tracker: internal error: {type(exc).__name__}: {exc} "
-            "(set TRACKER_DEBUG=1 for a traceback)",
-            err=True,
-        )
+        hint = "" if debug else " (set TRACKER_DEBUG=1 for a traceback)"
+        click.echo(f"tracker: internal error: {type(exc).__name__}: {exc}{hint}", err=True)
         sys.exit(2)
     # Without standalone mode click returns the code of `ctx.exit(...)` instead of exiting.
     sys.exit(code if isinstance(code, int) else 0)
