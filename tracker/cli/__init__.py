@@ -16,6 +16,7 @@ import logging
 import os
 import signal
 import sys
+import threading
 import traceback
 from types import FrameType
 from typing import Any
@@ -139,9 +140,16 @@ for _module in (basics, bisect, models, release, report):
 
 def _interrupt(signum: int, frame: FrameType | None) -> None:
     """Ctrl-C: the workers are killed now (their work is not wanted, and waiting for it is
-    what made stopping slow), then the main process unwinds, cleaning up as it goes."""
+    what made stopping slow), then the main process unwinds, cleaning up as it goes. A
+    worker pool's own thread, finding its workers gone, may fail on the way out (on Python
+    3.11, setting a result on a task the unwinding cancelled): nothing it says matters now."""
+    threading.excepthook = _silent
     stop_workers()
     raise KeyboardInterrupt
+
+
+def _silent(args: threading.ExceptHookArgs) -> None:
+    return None
 
 
 # A write the disk refused: the user's to fix (free space, another folder), not a crash.
