@@ -10,12 +10,14 @@ import hashlib
 import json
 import os
 import pickle
+import resource
 import signal
 import subprocess
 import sys
 import time
 from collections.abc import Callable, Iterator
 from pathlib import Path
+from typing import Any
 
 import pytest
 from sgl_trees import build, tree
@@ -26,10 +28,12 @@ from tests.reliability.support import (
     SRT,
     FailingOs,
     Run,
+    fresh_cache,
     load_cached_snapshot,
     run_cli,
     run_process,
     split_cached_snapshot,
+    tracker_command,
     tracker_env,
 )
 from tracker.common.atomic import write_bytes_atomic
@@ -217,6 +221,53 @@ def test_a_write_failing_half_way_keeps_the_old_file_and_leaves_no_temporary(
     assert [p.name for p in target.parent.iterdir()] == ["file.json"]
 
 
+class _ShortWrites:
+    """A file on a filling disk: each write takes at most 1000 bytes and says so only by
+    its return value; once 3000 bytes are in, the next raises ENOSPC."""
+
+    def __init__(self, handle: Any) -> None:
+        self._handle = handle
+        self.taken = 0
+
+    def write(self, data: bytes) -> int:
+        if self.taken >= 3000:
+            raise _disk_full()
+        chunk = bytes(data[:1000])
+        self._handle.write(chunk)
+        self.taken += len(chunk)
+        return len(chunk)
+
+    def __getattr__(self, name: str) -> Any:
+        return getattr(self._handle, name)
+
+    def __enter__(self) -> _ShortWrites:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self._handle.close()
+
+
+class _ShortWritingOs:
+    def fdopen(self, fd: int, *args: Any, **kwargs: Any) -> Any:
+        return _ShortWrites(os.fdopen(fd, *args, **kwargs))
+
+    def __getattr__(self, name: str) -> Any:
+        return getattr(os, name)
+
+
+def test_a_short_write_is_never_taken_for_the_whole_file(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    target = tmp_path / "dir" / "file.json"
+    monkeypatch.setattr(tracker.common.atomic, "os", _ShortWritingOs())
+    write_bytes_atomic(target, b"x" * 2500)  # fits: written whole in three writes
+    assert target.read_bytes() == b"x" * 2500
+    with pytest.raises(OSError, match="No space left on device"):
+        write_bytes_atomic(target, b"y" * 10_000)
+    assert target.read_bytes() == b"x" * 2500
+    assert [p.name for p in target.parent.iterdir()] == ["file.json"]
+
+
 def test_a_full_disk_while_caching_facts_costs_speed_not_correctness(
     sgl_dir: MakeDir, cache_dir: Path, disk_full: None
 ) -> None:
@@ -286,6 +337,33 @@ def test_a_cache_that_cannot_be_written_is_one_line_whatever_the_workers_and_cac
         "versions", "--source", f"dir:{root}", env=tracker_env(TRACKER_CACHE_DIR=str(cache))
     )
     assert versions.code == 0 and versions.stdout == "local\n", versions.stderr
+
+
+def test_a_cache_on_a_full_disk_is_one_line_not_one_per_worker(sgl_dir: MakeDir) -> None:
+    root = sgl_dir(generated=70)
+    args = ("check", "local", "--source", f"dir:{root}", "--all", "--format", "json")
+    expected = run_process(*args, env=fresh_cache())
+
+    def capped() -> None:  # every file past 1 KB fails with EFBIG, as a full disk fails
+        resource.setrlimit(resource.RLIMIT_FSIZE, (1024, 1024))
+        signal.signal(signal.SIGXFSZ, signal.SIG_IGN)
+
+    result = subprocess.run(
+        tracker_command(*args),
+        env=tracker_env(TRACKER_JOBS="2", **fresh_cache()),
+        cwd=MAIN,
+        capture_output=True,
+        text=True,
+        timeout=120,
+        check=False,
+        preexec_fn=capped,
+    )
+    assert result.returncode == 0, result.stderr
+    assert result.stdout == expected.stdout
+    lines = result.stderr.splitlines()
+    assert len(lines) == 1, lines
+    assert lines[0].startswith("tracker: warning: cannot write to the cache in ")
+    assert "(File too large)" in lines[0]
 
 
 # A `tracker` process whose atomic writes fail half-way (forked pool workers inherit it).

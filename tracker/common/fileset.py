@@ -25,6 +25,7 @@ import time
 from collections.abc import Mapping
 from pathlib import Path
 
+from tracker.common.atomic import write_all
 from tracker.common.errors import TrackerError
 from tracker.common.regular import read_regular_text
 
@@ -106,7 +107,7 @@ def _stage(path: Path, content: str | bytes, final: Path) -> None:
     try:
         path.parent.mkdir(parents=True, exist_ok=True)
         with path.open("wb") as handle:
-            handle.write(data)
+            write_all(handle, data)
             handle.flush()
             os.fsync(handle.fileno())
         # The usual mode for a new file (the staging folder itself is private).

@@ -127,8 +127,14 @@ def _for_workers(base: Path) -> str:
         try:
             base.mkdir(parents=True, exist_ok=True)
             fd, probe = tempfile.mkstemp(prefix=".probe.", suffix=".tmp", dir=base)
-            os.close(fd)
-            Path(probe).unlink()
+            try:  # data, not just a name: a full disk still has room for an empty file
+                data = memoryview(bytes(4096))
+                while data:  # a short write is how a full disk first answers
+                    data = data[os.write(fd, data) :]
+                os.fsync(fd)
+            finally:
+                os.close(fd)
+                Path(probe).unlink()
             _writable[base] = True
         except OSError as exc:
             cannot_write_cache(base, exc)
