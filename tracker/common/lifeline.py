@@ -37,9 +37,9 @@ def start_worker(parent: int) -> None:
     devnull = os.open(os.devnull, os.O_WRONLY)
     os.dup2(devnull, 1)
     os.close(devnull)
-    signal.signal(signal.SIGINT, _leave)
-    signal.signal(signal.SIGTERM, _leave)
-    signal.signal(signal.SIGHUP, _leave)
+    for name in ("SIGINT", "SIGTERM", "SIGHUP"):  # SIGHUP is POSIX only
+        if hasattr(signal, name):
+            signal.signal(getattr(signal, name), _leave)
 
 
 def stop_workers() -> None:
