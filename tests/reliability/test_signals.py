@@ -63,6 +63,17 @@ def _alive(pid: int) -> bool:
     return stat.rpartition(")")[2].split()[0] != "Z"
 
 
+def _all_gone(pids: set[int], within: float) -> bool:
+    """Whether every process of `pids` has ended within `within` seconds (a killed process
+    takes a moment to be gone)."""
+    deadline = time.monotonic() + within
+    while any(_alive(pid) for pid in pids):
+        if time.monotonic() > deadline:
+            return False
+        time.sleep(0.05)
+    return True
+
+
 @pytest.fixture
 def held_run(sgl_dir: MakeDir, tmp_path: Path) -> Iterator[Start]:
     """Starts a cold `check` whose pool workers are held; returns it once they exist."""
@@ -122,10 +133,7 @@ def test_a_killed_main_process_leaves_no_worker_holding_stdout(
     os.kill(process.pid, signum)
     assert _eof_within(process.stdout, 10), "a worker still holds stdout open"
     assert _eof_within(process.stderr, 10), "a worker still holds stderr open"
-    deadline = time.monotonic() + 10
-    while any(_alive(w) for w in workers) and time.monotonic() < deadline:
-        time.sleep(0.05)
-    assert not [w for w in workers if _alive(w)], "workers outlived the main process"
+    assert _all_gone(workers, within=10), "workers outlived the main process"
 
 
 @pytest.mark.parametrize("to_group", [True, False], ids=["ctrl-c", "sigint-to-main"])
@@ -143,4 +151,4 @@ def test_ctrl_c_exits_130_with_one_line_and_no_worker_traceback_at_once(
     assert process.returncode == 130, stderr
     assert stderr.decode().splitlines() == ["tracker: interrupted"], stderr.decode()
     assert elapsed < 5, f"{elapsed:.1f} s to stop"
-    assert not [w for w in workers if _alive(w)]
+    assert _all_gone(workers, within=5), "workers outlived the interrupted main process"
