@@ -37,7 +37,7 @@ from tests.reliability.support import (
     tracker_env,
 )
 from tracker.common.atomic import write_bytes_atomic
-from tracker.common.cachedir import LEFTOVER_AGE, SWEEP_EVERY, sweep_leftovers
+from tracker.common.cachedir import LEFTOVER_AGE, SCRATCH_AGE, SWEEP_EVERY, sweep_leftovers
 from tracker.compare.snapshot import Builder, Snapshot, load_file, to_json, write_file
 from tracker.extract.parse import extract_facts
 from tracker.extract.store import _decode, _encode, facts_dir, load_facts
@@ -738,11 +738,12 @@ def test_the_next_run_removes_what_killed_runs_left_and_nothing_a_live_run_uses(
     old_download = pypi / ".download-0qqra9pu"
     old_download.mkdir()
     (old_download / "sglang-0.5.15-py3-none-any.whl").write_bytes(b"part")
-    _aged(old_download, 2 * LEFTOVER_AGE)
+    _aged(old_download, 2 * SCRATCH_AGE)
     live_tmp = entry.with_name(f".{entry.name}.livelive.tmp")
     live_tmp.write_bytes(b"being written")
     live_download = pypi / ".download-live1234"
     live_download.mkdir()
+    _aged(live_download, 2 * LEFTOVER_AGE)  # a slow download still going on
 
     again = run_process(*args)
     assert again.code == 0, again.stderr

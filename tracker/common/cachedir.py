@@ -42,12 +42,15 @@ def cache_root() -> Path:
 
 
 # What a killed run leaves in the cache: temporary files of atomic writes (`.NAME.XXXX.tmp`)
-# and scratch folders of downloads and clones. A live run's last for seconds, a slow
-# download for minutes: only those untouched for this long are taken for a dead run's.
-LEFTOVER_AGE = 60 * 60
+# and scratch folders of downloads and clones. A live run's temporary file lasts for
+# milliseconds, its download or clone for minutes (a clone of SGLang over a slow link, for
+# longer): only those untouched for so long are taken for a dead run's.
+LEFTOVER_AGE = 10 * 60
+SCRATCH_AGE = 2 * 60 * 60
 _SCRATCH_PREFIXES = (".download-", ".clone-")
-# The sweep walks the whole cache; once a while is enough.
-SWEEP_EVERY = 6 * 60 * 60
+# The sweep walks the whole cache (some milliseconds for thousands of entries); not on
+# every run.
+SWEEP_EVERY = 10 * 60
 _SWEEP_MARK = ".last-sweep"
 
 
@@ -70,19 +73,19 @@ def sweep_leftovers(root: Path | None = None, *, now: float | None = None) -> in
         here = Path(folder)
         for name in [n for n in subfolders if n.startswith(_SCRATCH_PREFIXES)]:
             subfolders.remove(name)
-            removed += _remove_if_old(here / name, now)
+            removed += _remove_if_old(here / name, now - SCRATCH_AGE)
         for name in names:
             if name.startswith(".") and name.endswith(".tmp"):
-                removed += _remove_if_old(here / name, now)
+                removed += _remove_if_old(here / name, now - LEFTOVER_AGE)
     with contextlib.suppress(OSError):
         mark.touch()
         os.utime(mark, (now, now))
     return removed
 
 
-def _remove_if_old(path: Path, now: float) -> int:
+def _remove_if_old(path: Path, cutoff: float) -> int:
     try:
-        if now - path.lstat().st_mtime < LEFTOVER_AGE:
+        if path.lstat().st_mtime >= cutoff:
             return 0
         if path.is_dir() and not path.is_symlink():
             shutil.rmtree(path)
