@@ -362,12 +362,17 @@ def test_model_names_are_escaped(snaps: list[Snapshot]) -> None:
     assert "<b>source</b>" not in page and "&lt;b&gt;source&lt;/b&gt;" in page
 
 
-def test_write_report_replaces_stale_graphs(doc: dict[str, Any], tmp_path: Path) -> None:
+def test_write_report_replaces_its_own_stale_graphs_only(
+    doc: dict[str, Any], tmp_path: Path
+) -> None:
     (tmp_path / "graphs").mkdir()
-    (tmp_path / "graphs" / "EAGLE3-v0.0.1.svg").write_text("<svg/>")
-    written = rpt.write_report(doc, tmp_path, rpt.ReportOptions(layout="python"))
+    (tmp_path / "graphs" / "mine.svg").write_text("<svg/>")  # the user's, never removed
+    options = rpt.ReportOptions(layout="python")
+    earlier = rpt.build_report(shipped("v0.5.5..v0.5.6"), ["EAGLE3"], "pypi:sglang", options)
+    rpt.write_report(earlier, tmp_path, options)
+    written = rpt.write_report(doc, tmp_path, options)
     names = sorted(p.name for p in (tmp_path / "graphs").iterdir())
-    assert names == sorted(p.name for p in written.graphs)
+    assert names == sorted([p.name for p in written.graphs] + ["mine.svg"])
     assert "EAGLE3-v0.5.9.svg" in names
     for p in written.graphs:
         ET.fromstring(p.read_text())

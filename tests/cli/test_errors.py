@@ -3,6 +3,7 @@ exits 1. Run through the real entry point (`python -m tracker`)."""
 
 from __future__ import annotations
 
+import os
 import subprocess
 import sys
 from pathlib import Path
@@ -260,3 +261,17 @@ def test_a_damaged_role_rules_file_is_one_line_naming_the_file_and_entry(
         "tracker: error: roles.toml: [[receiver]] #3 (self.draft_model_runner.model): "
         "role 'drafts' is not one of target, draft, runner\n"
     )
+
+
+def test_tracker_debug_shows_the_traceback_but_keeps_the_exit_code(tmp_path: Path) -> None:
+    missing = tmp_path / "missing"
+    result = subprocess.run(
+        [sys.executable, "-m", "tracker", "interface", "local", "--source", f"dir:{missing}"],
+        capture_output=True,
+        text=True,
+        check=False,
+        env={**os.environ, "TRACKER_DEBUG": "1"},
+    )
+    assert result.returncode == 2, result.stderr
+    assert "Traceback" in result.stderr and "SourceError" in result.stderr
+    assert result.stderr.strip().splitlines()[-1].startswith("tracker: error: ")

@@ -5,13 +5,17 @@ from __future__ import annotations
 
 import json
 import subprocess
+import time
 from collections.abc import Callable
 from pathlib import Path
+
+from fake_github import REPO, TOKEN, fake_github
 
 from tests.reliability.support import (
     MAIN,
     SRT,
     FakeIndex,
+    assert_one_line_error,
     load_cached_snapshot,
     run_process,
     tiny_files,
@@ -149,3 +153,46 @@ def test_two_runs_cloning_the_same_url_at_once_both_succeed_with_one_clone(
     assert results[0][1] == results[1][1]
     clones = list((cache_dir / "git").iterdir())
     assert len(clones) == 1, clones  # no scratch clone left behind
+
+
+# -- two watch runs filing to one repository -------------------------------------------------------
+
+
+def test_a_second_watch_post_on_the_same_state_or_repository_is_refused_while_the_first_files(
+    breaking_repo: Path, tmp_path: Path
+) -> None:
+    with fake_github() as (url, state):
+        state.hold_after_create = 1  # the first run's first issue is filed, its answer held
+
+        def watch(state_file: Path) -> list[str]:
+            return tracker_command(
+                "watch", "--repo", str(breaking_repo), "--post", REPO, "--api-url", url,
+                "--state", str(state_file), "--since", "v0.5.9", "-a", "EAGLE3", "-q",
+            )  # fmt: skip
+
+        env = tracker_env(GITHUB_TOKEN=TOKEN)
+        shared = tmp_path / "state.json"
+        first = subprocess.Popen(
+            watch(shared), env=env, cwd=MAIN, stdout=subprocess.PIPE, stderr=subprocess.PIPE
+        )
+        try:
+            deadline = time.monotonic() + 120
+            while state.creates < 1:
+                assert first.poll() is None, first.communicate()
+                assert time.monotonic() < deadline, "the first run never filed"
+                time.sleep(0.05)
+            same_state = run_process(*watch(shared)[3:], env=env)
+            assert_one_line_error(
+                same_state, f"another tracker run is using the watch state {shared}"
+            )
+            other_state = run_process(*watch(tmp_path / "other.json")[3:], env=env)
+            assert_one_line_error(other_state, f"another tracker run is using github:{REPO}")
+        finally:
+            state.release.set()
+            _, err = first.communicate(timeout=120)
+        assert first.returncode == 0, err
+        titles = [issue["title"] for issue in state.issues]
+        assert len(titles) == len(set(titles)) >= 1
+        again = run_process(*watch(tmp_path / "later.json")[3:], env=env)
+        assert again.code == 0, again.stderr
+        assert len(state.issues) == len(titles)  # a later run finds them filed

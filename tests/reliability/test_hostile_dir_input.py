@@ -27,7 +27,7 @@ from tracker.analysis.compat import build_compat
 from tracker.analysis.index import VersionIndex
 from tracker.analysis.interface import build_interface
 from tracker.extract.parse import extract_facts
-from tracker.sources.base import content_id
+from tracker.sources.base import MAX_FILE_BYTES, content_id
 
 MakeDir = Callable[..., Path]
 
@@ -245,19 +245,33 @@ def _generated_descriptor_module(size: int) -> bytes:
 
 
 @pytest.mark.parametrize("folder", ["models", "speculative"])  # read for definitions / in full
-def test_a_20_mb_generated_file_is_analysed_in_reasonable_time(
+def test_a_20_mb_generated_file_is_skipped_with_a_warning_and_the_rest_analysed(
     sgl_dir: MakeDir, folder: str
 ) -> None:
     data = _generated_descriptor_module(20 * 1024 * 1024)
-    assert len(data) > 20_000_000
+    assert len(data) > MAX_FILE_BYTES
     root = sgl_dir("big", {f"{SRT}{folder}/generated_pb2.py": data})
     started = time.monotonic()
-    checks = _checks(root)
+    run = run_process(
+        "check", "local", "--source", f"dir:{root}", "-a", "EAGLE3", "--all", "--format", "json"
+    )
     elapsed = time.monotonic() - started
+    assert run.code == 0, run.stderr
+    checks = {c["model"]: c for c in json.loads(run.stdout)["checks"]}
     assert checks["LlamaForCausalLM"]["status"] == "ok"
-    if folder == "models":
-        assert checks["Generated"]["missing"] == sorted(BASELINE_EAGLE3_TARGET)
-    assert elapsed < 60, f"{elapsed:.0f}s for one 20 MB file"
+    assert "Generated" not in checks
+    assert run.error_lines == [
+        f"tracker: warning: skipped {SRT}{folder}/generated_pb2.py: "
+        f"{len(data) / 1024 / 1024:.1f} MB is over the 4 MB limit"
+    ]
+    assert elapsed < 30, f"{elapsed:.0f}s to skip one 20 MB file"
+
+
+def test_a_file_just_under_the_size_limit_is_analysed(sgl_dir: MakeDir) -> None:
+    data = _generated_descriptor_module(MAX_FILE_BYTES - 64 * 1024)
+    assert len(data) <= MAX_FILE_BYTES
+    checks = _checks(sgl_dir("under", {f"{SRT}models/generated_pb2.py": data}))
+    assert checks["Generated"]["missing"] == sorted(BASELINE_EAGLE3_TARGET)
 
 
 def test_a_1_mb_generated_module_of_small_classes_is_analysed_in_a_few_seconds(
@@ -493,3 +507,63 @@ def _pipeline(files: dict[str, bytes]) -> tuple[object, object]:
         (interface.algorithms, interface.requirements, interface.output_fields, interface.warnings),
         checks,
     )
+
+
+# -- limits ---------------------------------------------------------------------------------------
+
+
+def _chain(depth: int) -> str:
+    lines = ["from torch import nn", "", "", "class B0(nn.Module):", "    pass", ""]
+    for i in range(1, depth):
+        lines += ["", f"class B{i}(B{i - 1}):", "    pass", ""]
+    return "\n".join([*lines, "", f"EntryClass = [B{depth - 1}]", ""])
+
+
+def test_a_700_level_inheritance_chain_is_cut_with_one_warning_not_a_crash(
+    sgl_dir: MakeDir,
+) -> None:
+    root = sgl_dir("deep", {f"{SRT}models/deep.py": _chain(700)})
+    run = run_process(
+        "check", "local", "--source", f"dir:{root}", "-a", "EAGLE3", "--all", "--format", "json"
+    )
+    assert run.code == 0, run.stderr
+    checks = {c["model"]: c for c in json.loads(run.stdout)["checks"]}
+    assert checks["LlamaForCausalLM"]["status"] == "ok"
+    assert checks["B699"]["status"] == "broken"
+    (warning,) = [line for line in run.error_lines if "inherits through" in line]
+    assert "B699" in warning and "more than 150 classes" in warning
+
+
+def test_a_file_whose_name_is_not_utf8_is_skipped_with_a_warning(sgl_dir: MakeDir) -> None:
+    root = sgl_dir("badname")
+    bad_name = root / SRT / "models" / os.fsdecode(b"bad\xffname.py")
+    bad_name.write_text("class Bad:\n    pass\n\n\nEntryClass = Bad\n")
+    run = run_process(
+        "check", "local", "--source", f"dir:{root}", "-a", "EAGLE3", "--all", "--format", "json"
+    )
+    assert run.code == 0, run.stderr
+    checks = {c["model"] for c in json.loads(run.stdout)["checks"]}
+    assert "LlamaForCausalLM" in checks and "Bad" not in checks
+    assert run.error_lines == [
+        f"tracker: warning: skipped {SRT}models/bad\\xffname.py: its name is not UTF-8"
+    ]
+
+
+def test_a_symlinked_models_folder_is_said_not_followed(sgl_dir: MakeDir, tmp_path: Path) -> None:
+    root = sgl_dir("linked-models")
+    models = root / SRT / "models"
+    models.rename(tmp_path / "real-models")
+    models.symlink_to(tmp_path / "real-models")
+    run = run_process("check", "local", "--source", f"dir:{root}", "-a", "EAGLE3")
+    assert f"tracker: warning: skipped {SRT}models/: not followed: symlink" in run.error_lines
+
+
+def test_a_symlinked_srt_folder_is_one_clear_error_not_no_algorithms(
+    sgl_dir: MakeDir, tmp_path: Path
+) -> None:
+    root = sgl_dir("linked-srt")
+    srt = root / SRT
+    srt.rename(tmp_path / "real-srt")
+    srt.symlink_to(tmp_path / "real-srt")
+    run = run_process("check", "local", "--source", f"dir:{root}", "-a", "EAGLE3")
+    assert_one_line_error(run, f"{root / SRT[:-1]} is a symlink, not followed")

@@ -4,6 +4,7 @@ and partial clones with history or objects missing, annotated and lightweight ta
 from __future__ import annotations
 
 import json
+import os
 import shutil
 from collections.abc import Callable
 from pathlib import Path
@@ -19,6 +20,7 @@ from tests.reliability.support import (
     run_process,
     tiny_files,
 )
+from tracker.sources.base import MAX_FILE_BYTES
 
 RepoFactory = Callable[..., Path]
 GitRunner = Callable[..., str]
@@ -237,3 +239,43 @@ def test_a_partial_clone_whose_origin_vanished_says_why(vanished_origin: str) ->
     line = assert_one_line_error(run_process("interface", "v0.5.2", "--repo", vanished_origin))
     assert line.startswith(f"tracker: error: git fetch failed in {vanished_origin}: fatal: "), line
     assert line.endswith("does not appear to be a git repository"), line
+
+
+# -- files the analysis leaves out -----------------------------------------------------------------
+
+
+def test_a_huge_file_a_name_not_utf8_and_a_linked_folder_in_a_tag_are_skipped_with_warnings(
+    make_git_repo: RepoFactory, git: GitRunner
+) -> None:
+    repo = make_git_repo({"v0.5.1": _tiny()})
+    models = repo / SRT / "models"
+    (models / "huge.py").write_bytes(b"x = 1\n" * (MAX_FILE_BYTES // 6 + 1))
+    (models / os.fsdecode(b"bad\xffname.py")).write_text("class Bad:\n    pass\n")
+    (repo / SRT / "layers").symlink_to("models")
+    git(repo, "add", "-A")
+    git(repo, "commit", "-q", "-m", "odd files")
+    git(repo, "tag", "v0.5.2")
+
+    run = run_process("interface", "v0.5.2", "--repo", str(repo), "--format", "json")
+    assert run.code == 0, run.stderr
+    size = (models / "huge.py").stat().st_size / 1024 / 1024
+    assert sorted(run.error_lines) == [
+        f"tracker: warning: skipped {SRT}layers: not followed: symlink",
+        f"tracker: warning: skipped {SRT}models/bad\\xffname.py: its name is not UTF-8",
+        f"tracker: warning: skipped {SRT}models/huge.py: {size:.1f} MB is over the 4 MB limit",
+    ]
+    assert _answer(json.loads(run.stdout)) == _answer(_interface(repo, "v0.5.1"))
+
+
+def test_a_tag_whose_srt_folder_is_a_symlink_says_so(
+    make_git_repo: RepoFactory, git: GitRunner
+) -> None:
+    repo = make_git_repo({"v0.5.1": _tiny()})
+    srt = repo / SRT
+    srt.rename(repo / "python" / "sglang" / "real_srt")
+    srt.symlink_to("real_srt")
+    git(repo, "add", "-A")
+    git(repo, "commit", "-q", "-m", "srt linked")
+    git(repo, "tag", "v0.5.2")
+    run = run_process("interface", "v0.5.2", "--repo", str(repo))
+    assert_one_line_error(run, f"has no {SRT} (it is a symlink, not followed)")

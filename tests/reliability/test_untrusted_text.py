@@ -123,8 +123,10 @@ def test_no_text_from_the_code_or_git_acts_on_the_terminal(
     args, shown = TERMINAL_CASES[case]
     filled = [a.format(config=config, out=tmp_path / "issues") for a in args]
     run = tracker(*filled, "--repo", str(repo))
-    # The error case is an unknown class: exit 2, its name in the one-line error.
-    assert run.code == (2 if case == "error" else 0), (run.code, run.stderr)
+    # The error case is an unknown class: exit 2, its name in the one-line error. The fix
+    # leaves the hostile wrapper broken (no inner model has the hostile members): exit 1.
+    expected = {"error": 2, "fix": 1}.get(case, 0)
+    assert run.code == expected, (run.code, run.stderr)
     assert_terminal_safe(run.stdout)
     assert_terminal_safe(run.stderr)
     # Shown, written out: not dropped.
@@ -512,7 +514,9 @@ def _apply(patch: Path, root: Path) -> None:
 def test_the_fix_patch_for_a_class_in_a_hostile_file_applies(repo: Path, tmp_path: Path) -> None:
     patch = tmp_path / "fix.patch"
     written = tracker("fix", ESC_WRAPPER, "--at", "v0.5.17", "-o", str(patch), "--repo", str(repo))
-    assert written.code == 0, written.stderr
+    # Written, and exit 1: the hostile members no inner model provides stay missing.
+    assert written.code == 1, written.stderr
+    assert "partial patch" in written.stderr
     # The path is quoted as git quotes it: the header holds nothing a terminal acts on.
     assert hidden_in(patch.read_text(encoding="utf-8")) == []
     printed = tracker("fix", ESC_WRAPPER, "--at", "v0.5.17", "--repo", str(repo))

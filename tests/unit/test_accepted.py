@@ -5,6 +5,11 @@ accepts, by release order."""
 from __future__ import annotations
 
 import logging
+import os
+import resource
+import subprocess
+import sys
+import threading
 from pathlib import Path
 
 import pytest
@@ -189,6 +194,73 @@ def test_a_file_of_the_wrong_shape_is_an_error_naming_it(
     write(tmp_path, "tracker.toml", text)
     with pytest.raises(TrackerError, match=message):
         load_accepted(None, tmp_path)
+
+
+@pytest.mark.parametrize(
+    ("text", "message"),
+    [
+        ("a = " + "[" * 20_000 + "]" * 20_000, "nests arrays or tables too deeply"),
+        ("a = " + "{b = " * 5_000 + "1" + "}" * 5_000, "nests arrays or tables too deeply"),
+    ],
+    ids=["20,000 nested arrays", "5,000 nested inline tables"],
+)
+def test_deeply_nested_toml_is_one_line_not_a_recursion_error(
+    tmp_path: Path, text: str, message: str
+) -> None:
+    config = write(tmp_path, "deep.toml", text)
+    with pytest.raises(TrackerError, match=f"^{config} {message}"):
+        load_accepted(config, tmp_path)
+
+
+_LOAD_DEV_ZERO = """
+from pathlib import Path
+from tracker.common.errors import TrackerError
+from tracker.compare.accepted import load_accepted
+try:
+    load_accepted(Path("/dev/zero"), Path("."))
+except TrackerError as exc:
+    print(exc)
+"""
+
+
+def _at_most_1_gb() -> None:
+    resource.setrlimit(resource.RLIMIT_AS, (2**30, 2**30))
+
+
+@pytest.mark.skipif(not Path("/dev/zero").exists(), reason="needs /dev/zero")
+def test_a_device_as_config_is_refused_without_reading_it(tmp_path: Path) -> None:
+    # In a process of its own, capped: reading /dev/zero to its end fills any memory.
+    result = subprocess.run(
+        [sys.executable, "-c", _LOAD_DEV_ZERO],
+        capture_output=True,
+        text=True,
+        timeout=60,
+        check=False,
+        cwd=tmp_path,
+        preexec_fn=_at_most_1_gb,
+    )
+    assert result.stdout == "cannot read /dev/zero: not a regular file\n", result.stderr
+
+
+def test_a_fifo_as_config_is_refused_without_waiting_for_a_writer(tmp_path: Path) -> None:
+    fifo = tmp_path / "tracker.toml"
+    os.mkfifo(fifo)
+    errors: list[Exception] = []
+
+    def load() -> None:
+        try:
+            load_accepted(fifo, tmp_path)
+        except Exception as exc:  # the outcome is checked below
+            errors.append(exc)
+
+    reader = threading.Thread(target=load, daemon=True)
+    reader.start()
+    reader.join(10)
+    if reader.is_alive():  # blocked opening the FIFO: let it go, then fail
+        os.close(os.open(fifo, os.O_WRONLY | os.O_NONBLOCK))
+        pytest.fail("reading a FIFO config waited for a writer")
+    assert len(errors) == 1 and isinstance(errors[0], TrackerError), errors
+    assert "not a regular file" in str(errors[0])
 
 
 # ----------------------------------------------------------------------- applying

@@ -270,3 +270,63 @@ def test_a_read_only_client_can_be_made_without_a_token() -> None:
     assert state.requests == [
         ("GET", f"/repos/{REPO}/issues?state=all&labels=sglang-tracker&per_page=100")
     ]
+
+
+# ------------------------------------------------------------------ the token's safety
+
+
+@pytest.mark.parametrize("url", ["http://github.example.com", "http://10.0.0.1:8080/api"])
+def test_the_token_is_never_sent_in_cleartext_to_another_host(url: str) -> None:
+    with pytest.raises(TrackerError, match=r"refusing to send GITHUB_TOKEN in cleartext"):
+        GitHubClient(REPO, TOKEN, url)
+
+
+@pytest.mark.parametrize(
+    "url", ["http://127.0.0.1:9", "http://localhost:9", "http://[::1]:9", "https://gh.example"]
+)
+def test_the_token_may_go_over_https_or_to_this_machine(url: str) -> None:
+    GitHubClient(REPO, TOKEN, url).__exit__()
+
+
+def test_a_read_only_client_without_a_token_may_read_over_plain_http() -> None:
+    GitHubClient(REPO, None, "http://github.example.com", read_only=True).__exit__()
+
+
+def test_credentials_in_the_api_url_never_appear_in_an_error() -> None:
+    client = GitHubClient(
+        REPO, TOKEN, "http://user:URLPASSWORD123@127.0.0.1:1", sleep=Sleeps(), max_attempts=1
+    )
+    with client, pytest.raises(TrackerError) as info:
+        client.tracked_issues()
+    assert "cannot connect to http://127.0.0.1:1" in str(info.value)
+    assert "URLPASSWORD123" not in str(info.value) and "user:" not in str(info.value)
+
+
+@pytest.mark.parametrize("status", [401, 422])
+def test_a_server_message_echoing_the_token_is_shown_redacted_escaped_and_short(
+    server: Server, status: int
+) -> None:
+    _, state = server
+    echoed = f"bad credentials: Bearer {TOKEN}\x1b]0;pwned\x07\n" + "A" * 5000
+    state.canned.append(Canned(status, body={"message": echoed}))
+    with client_for(server) as client, pytest.raises(TrackerError) as info:
+        client.tracked_issues()
+    message = str(info.value)
+    assert TOKEN not in message and "[redacted]" in message
+    assert "\x1b" not in message and "\x07" not in message and "\n" not in message
+    assert "\\x1b]0;pwned\\x07" in message
+    assert len(message) < 400
+
+
+def test_a_token_ending_in_a_newline_is_used_without_it(server: Server) -> None:
+    url, state = server
+    tracked(state, issue("A"))
+    with GitHubClient(REPO, TOKEN + "\r\n", url, sleep=Sleeps()) as client:
+        assert len(client.tracked_issues()) == 1
+
+
+@pytest.mark.parametrize("token", ["tökén", "abc def", "abc\x00def"])
+def test_a_token_that_cannot_be_a_token_gets_one_clear_line(token: str) -> None:
+    with pytest.raises(TrackerError, match=r"^GITHUB_TOKEN holds a character") as info:
+        GitHubClient(REPO, token, "http://127.0.0.1:9")
+    assert token not in str(info.value) and "\n" not in str(info.value)

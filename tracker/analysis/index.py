@@ -8,6 +8,7 @@ SGLang keep their dotted import path (`torch.nn.Module`).
 
 from __future__ import annotations
 
+import logging
 import re
 from collections.abc import Hashable, Iterable, Mapping
 from dataclasses import dataclass, field, replace
@@ -16,6 +17,8 @@ from typing import Any
 
 from tracker.extract.facts import Assign, ClassDef, Forward, FunctionDef, Import, ModuleFacts, Param
 from tracker.sources.base import Pins
+
+log = logging.getLogger(__name__)
 
 
 def key(module: str, qualname: str) -> str:
@@ -88,6 +91,28 @@ class Resolution:
     text: str
     symbol: str | None  # SGLang class key
     external: str | None  # dotted name outside the loaded modules
+
+
+# Real class hierarchies are a dozen levels deep; past this many the MRO is cut (one
+# warning) rather than the analysis stopped by Python's recursion limit.
+MAX_INHERITANCE_DEPTH = 150
+
+
+_deep_modules: set[str] = set()
+
+
+def _too_deep(module: str, cls: str) -> None:
+    """One warning per module (a generated module holds many such classes)."""
+    if module in _deep_modules:
+        return
+    _deep_modules.add(module)
+    log.warning(
+        "%s inherits through more than %d classes: its bases beyond that are not followed "
+        "(nor those of other such classes in %s)",
+        cls,
+        MAX_INHERITANCE_DEPTH,
+        module,
+    )
 
 
 _ANNOTATION_NAME = re.compile(r"[A-Za-z_][A-Za-z0-9_.]*")
@@ -366,6 +391,9 @@ class VersionIndex:
 
         def linearize(c: str, stack: tuple[str, ...]) -> list[str]:
             if c in stack:  # a cycle in broken code: stop here
+                return [c]
+            if len(stack) >= MAX_INHERITANCE_DEPTH:  # generated or hostile code: stop here
+                _too_deep(self.classes[c].module, cls)
                 return [c]
             parents: list[str] = []
             for res in self.bases(c):

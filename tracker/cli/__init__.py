@@ -10,9 +10,15 @@ The group and the entry point live here; the commands in one module per group (`
 
 from __future__ import annotations
 
+import contextlib
+import errno
 import logging
 import os
+import signal
 import sys
+import threading
+import traceback
+from types import FrameType
 from typing import Any
 
 import click
@@ -20,8 +26,11 @@ import click
 from tracker import __version__
 from tracker.cli import basics, bisect, models, release, report
 from tracker.cli.options import Failed, say
+from tracker.cli.stream import install_whole_stdout
+from tracker.common.cachedir import sweep_leftovers
 from tracker.common.collector import tune_collector
 from tracker.common.errors import TrackerError
+from tracker.common.lifeline import stop_workers
 from tracker.render.inert import visible
 
 # --------------------------------------------------------------------------- group
@@ -74,6 +83,11 @@ def command_summary(command: click.Command) -> str:
     return " ".join(words)
 
 
+class Interrupted(BaseException):
+    """Ctrl-C, carried past click, which would turn a KeyboardInterrupt into its `Abort`
+    (a blank line, "aborted" and exit 2, the code for bad input)."""
+
+
 class TrackerGroup(click.Group):
     """Maps the tool's own failures to exit codes here, so that every way of invoking the
     group (the console script, `python -m tracker`, click's test runner) behaves alike."""
@@ -109,9 +123,11 @@ class TrackerGroup(click.Group):
             raise _one_line(exc) from None
         except Failed:
             ctx.exit(1)
+        except KeyboardInterrupt:
+            raise Interrupted() from None
         except TrackerError as exc:
             if os.environ.get("TRACKER_DEBUG"):
-                raise
+                traceback.print_exc()  # the traceback, and still the error's own exit code
             say(f"tracker: error: {exc}")
             ctx.exit(exc.exit_code)
 
@@ -158,10 +174,53 @@ class VisibleFormatter(logging.Formatter):
         return visible(super().format(record))
 
 
+def _interrupt(signum: int, frame: FrameType | None) -> None:
+    """Ctrl-C: the workers are killed now (their work is not wanted, and waiting for it is
+    what made stopping slow), then the main process unwinds, cleaning up as it goes. A
+    worker pool's own thread, finding its workers gone, may fail on the way out (on Python
+    3.11, setting a result on a task the unwinding cancelled): nothing it says matters now."""
+    threading.excepthook = _silent
+    stop_workers()
+    raise KeyboardInterrupt
+
+
+def _silent(args: threading.ExceptHookArgs) -> None:
+    return None
+
+
+# A write the disk refused: the user's to fix (free space, another folder), not a crash.
+_WRITE_ERRORS = frozenset({errno.ENOSPC, errno.EDQUOT, errno.EFBIG, errno.EROFS})
+
+
+def _leave_unwritten(exc: OSError) -> None:
+    """One line naming what could not be written, exit 2. An error naming no file came
+    from the output stream (a file the tool writes itself is always named)."""
+    what = exc.filename if exc.filename is not None else "the standard output"
+    say(f"tracker: error: cannot write {what}: {exc.strerror}")
+    # What is still buffered for stdout would fail again at exit, with a traceback.
+    with contextlib.suppress(OSError):
+        devnull = os.open(os.devnull, os.O_WRONLY)
+        os.dup2(devnull, sys.stdout.fileno())
+    sys.exit(2)
+
+
+def _leave_interrupted() -> None:
+    """Exit 130 after one line. The unwinding has removed every temporary file; what is
+    left at exit is shutting down worker pools whose workers are already dead, which only
+    costs time (and, on Python 3.11, a thread's traceback about a cancelled task)."""
+    click.echo("tracker: interrupted", err=True)
+    for stream in (sys.stdout, sys.stderr):
+        with contextlib.suppress(OSError, ValueError):
+            stream.flush()
+    os._exit(130)
+
+
 def main(argv: list[str] | None = None) -> None:
     """Entry point: runs the group and maps failures to exit codes and one-line errors."""
     debug = bool(os.environ.get("TRACKER_DEBUG"))
     tune_collector()
+    signal.signal(signal.SIGINT, _interrupt)
+    install_whole_stdout()
     # Warnings the pipeline logs (a cache it cannot write, a corrupt entry) read like the
     # tool's own: one line, "tracker: warning: ...".
     handler = logging.StreamHandler()
@@ -170,29 +229,32 @@ def main(argv: list[str] | None = None) -> None:
     package_log.addHandler(handler)
     package_log.setLevel(logging.WARNING)
     package_log.propagate = False
+    sweep_leftovers()  # what killed runs left in the cache
     # A failed check (exit 1) and the tool's own errors (exit 2) are mapped by
     # TrackerGroup.invoke, for every way of invoking the group; below is what
     # reaches past it.
     try:
         code = cli.main(args=argv, prog_name="tracker", standalone_mode=False)
-    except click.exceptions.Abort:
+        sys.stdout.flush()  # a full disk under a redirected stdout shows here, not at exit
+    except click.exceptions.Abort as exc:
+        if isinstance(exc.__cause__, KeyboardInterrupt):  # Ctrl-C while parsing options
+            _leave_interrupted()
         click.echo("tracker: aborted", err=True)
         sys.exit(2)
     except click.ClickException as exc:
         exc.show()
         sys.exit(2)
-    except KeyboardInterrupt:
-        click.echo("tracker: interrupted", err=True)
-        sys.exit(130)
+    except (KeyboardInterrupt, Interrupted):
+        _leave_interrupted()
     except BrokenPipeError:
         sys.exit(0)
     except Exception as exc:  # never a traceback for users; TRACKER_DEBUG=1 shows it
         if debug:
-            raise
-        say(
-            f"tracker: internal error: {type(exc).__name__}: {exc} "
-            "(set TRACKER_DEBUG=1 for a traceback)"
-        )
+            traceback.print_exc()  # and the same exit code as without it
+        if isinstance(exc, OSError) and exc.errno in _WRITE_ERRORS:
+            _leave_unwritten(exc)
+        hint = "" if debug else " (set TRACKER_DEBUG=1 for a traceback)"
+        say(f"tracker: internal error: {type(exc).__name__}: {exc}{hint}")
         sys.exit(2)
     # Without standalone mode click returns the code of `ctx.exit(...)` instead of exiting.
     sys.exit(code if isinstance(code, int) else 0)

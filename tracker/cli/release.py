@@ -139,6 +139,10 @@ def issues(
     from tracker.release.watch import DirSink, accepted_between, issues_between
     from tracker.render.documents import document_json
 
+    if out_dir is not None:
+        from tracker.common.fileset import make_output_dir
+
+        make_output_dir(out_dir)  # before the work: a folder that cannot be made is said at once
     a, b, nsrc, chosen = snapshot_pair(ws, old, new, algorithms, reverse)
     broke_in = broke_in_finder(ws, a.version, b.version, (ws.resolve(old)[0], nsrc), no_bisect)
     docs = issues_between(ws, nsrc, a, b, chosen, render_options, broke_in=broke_in)
@@ -293,9 +297,11 @@ def _watch_sink(
             GitHubClient(post, os.environ.get(TOKEN_ENV), api_url, read_only=dry_run)
         )
         return GitHubSink(client)
+    from tracker.common.fileset import check_output_dir
     from tracker.release.watch import DirSink
 
     assert out_dir is not None
+    check_output_dir(out_dir)  # before the work; created when there is something to write
     return DirSink(out_dir)
 
 

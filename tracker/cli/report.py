@@ -23,7 +23,6 @@ from tracker.cli.options import (
     say,
     source_options,
 )
-from tracker.common.errors import TrackerError
 
 if TYPE_CHECKING:
     from tracker.compare.workspace import Workspace
@@ -82,11 +81,11 @@ def report(
     """A static HTML report of RANGE in DIR: models x versions heatmap per algorithm, a
     timeline of interface changes, and the workers' call graphs. Opens from disk; loads
     nothing from the network."""
+    from tracker.common.fileset import make_output_dir
     from tracker.compare.snapshot import aliases_of, pick_algorithms
     from tracker.render.report import ReportOptions, build_report, present_algorithms, write_report
 
-    if output.exists() and not output.is_dir():
-        raise TrackerError(f"{output} exists and is not a directory")
+    make_output_dir(output)  # before the work: a folder that cannot be made is said at once
     snaps = ws.snapshots(range_spec)
     chosen = pick_algorithms(
         present_algorithms(snaps), algorithms, aliases=aliases_of(*snaps), note=note_line

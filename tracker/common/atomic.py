@@ -32,6 +32,12 @@ def atomic_writer(path: Path, mode: str = "wb", *, durable: bool = True) -> Iter
             if durable:
                 os.fsync(handle.fileno())
         tmp.replace(path)
+    except OSError as exc:
+        tmp.unlink(missing_ok=True)
+        if exc.filename is None and exc.errno is not None:
+            # A failed write names no file: name the one the caller asked for.
+            raise OSError(exc.errno, exc.strerror, str(path)) from exc
+        raise
     except BaseException:
         tmp.unlink(missing_ok=True)
         raise
@@ -43,9 +49,18 @@ def _umask() -> int:
     return current
 
 
+def write_all(handle: IO[bytes], data: bytes) -> None:
+    """Write every byte of `data`. A buffered file hands a large write straight to the
+    disk and reports a short one (a nearly full disk, a size limit) only by its return
+    value: the file would end cut short, without an error. Writing the rest raises it."""
+    view = memoryview(data)
+    while view:
+        view = view[handle.write(view) :]
+
+
 def write_bytes_atomic(path: Path, data: bytes, *, durable: bool = True) -> None:
     with atomic_writer(path, durable=durable) as handle:
-        handle.write(data)
+        write_all(handle, data)
 
 
 def write_text_atomic(path: Path, text: str) -> None:

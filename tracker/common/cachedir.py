@@ -2,8 +2,32 @@
 
 from __future__ import annotations
 
+import contextlib
+import logging
 import os
+import shutil
+import time
 from pathlib import Path
+
+log = logging.getLogger(__name__)
+
+_unwritable: set[Path] = set()
+
+
+def cannot_write_cache(where: Path, exc: OSError) -> None:
+    """Say once per process (and cache folder) that the cache cannot be written (a
+    read-only or full disk): the facts, snapshots and downloads then cost time, not the
+    answer."""
+    root = cache_root()
+    if root in _unwritable:
+        return
+    _unwritable.add(root)
+    log.warning(
+        "cannot write to the cache in %s (%s); carrying on without it (TRACKER_CACHE_DIR "
+        "can name a writable folder)",
+        where,
+        exc.strerror or exc,
+    )
 
 
 def cache_root() -> Path:
@@ -15,3 +39,58 @@ def cache_root() -> Path:
     import platformdirs  # deferred: keeps `tracker --help` fast
 
     return Path(platformdirs.user_cache_dir("sglang-tracker"))
+
+
+# What a killed run leaves in the cache: temporary files of atomic writes (`.NAME.XXXX.tmp`)
+# and scratch folders of downloads and clones. A live run's temporary file lasts for
+# milliseconds, its download or clone for minutes (a clone of SGLang over a slow link, for
+# longer): only those untouched for so long are taken for a dead run's.
+LEFTOVER_AGE = 10 * 60
+SCRATCH_AGE = 2 * 60 * 60
+_SCRATCH_PREFIXES = (".download-", ".clone-")
+# The sweep walks the whole cache (some milliseconds for thousands of entries); not on
+# every run.
+SWEEP_EVERY = 10 * 60
+_SWEEP_MARK = ".last-sweep"
+
+
+def sweep_leftovers(root: Path | None = None, *, now: float | None = None) -> int:
+    """Remove the temporary files and scratch folders killed runs left in the cache, at
+    most once every SWEEP_EVERY seconds; returns how many were removed. Never fails: a
+    cache it cannot sweep is only a little larger."""
+    root = root if root is not None else cache_root()
+    now = time.time() if now is None else now
+    mark = root / _SWEEP_MARK
+    try:
+        if now - mark.stat().st_mtime < SWEEP_EVERY:
+            return 0
+    except OSError:
+        pass  # never swept (or no cache yet)
+    if not root.is_dir():
+        return 0
+    removed = 0
+    for folder, subfolders, names in os.walk(root):
+        here = Path(folder)
+        for name in [n for n in subfolders if n.startswith(_SCRATCH_PREFIXES)]:
+            subfolders.remove(name)
+            removed += _remove_if_old(here / name, now - SCRATCH_AGE)
+        for name in names:
+            if name.startswith(".") and name.endswith(".tmp"):
+                removed += _remove_if_old(here / name, now - LEFTOVER_AGE)
+    with contextlib.suppress(OSError):
+        mark.touch()
+        os.utime(mark, (now, now))
+    return removed
+
+
+def _remove_if_old(path: Path, cutoff: float) -> int:
+    try:
+        if path.lstat().st_mtime >= cutoff:
+            return 0
+        if path.is_dir() and not path.is_symlink():
+            shutil.rmtree(path)
+        else:
+            path.unlink()
+    except OSError:
+        return 0
+    return 1

@@ -21,6 +21,7 @@ from typing import Any
 
 from tracker.analysis.compat import Compat
 from tracker.common.errors import TrackerError
+from tracker.common.regular import read_regular_text
 from tracker.sources.versions import parse_version
 
 log = logging.getLogger(__name__)
@@ -117,14 +118,24 @@ def load_accepted(config: Path | None, cwd: Path) -> AcceptedBreaks:
     return AcceptedBreaks()
 
 
+# A configuration is a few lines; this much is something else (or /dev/zero behind a link).
+MAX_CONFIG_BYTES = 64 * 1024 * 1024
+
+
 def _read(path: Path) -> dict[str, Any]:
     try:
-        with path.open("rb") as handle:
-            return tomllib.load(handle)
+        # Not a FIFO (it would block) nor a device (it could be endless).
+        text = read_regular_text(path, MAX_CONFIG_BYTES)
     except OSError as exc:
         raise TrackerError(f"cannot read {path}: {exc.strerror or exc}") from None
-    except (tomllib.TOMLDecodeError, UnicodeDecodeError) as exc:
+    except UnicodeDecodeError as exc:
         raise TrackerError(f"{path} is not valid TOML: {exc}") from None
+    try:
+        return tomllib.loads(text)
+    except tomllib.TOMLDecodeError as exc:
+        raise TrackerError(f"{path} is not valid TOML: {exc}") from None
+    except RecursionError:  # tomllib recurses once per level of nested arrays and tables
+        raise TrackerError(f"{path} nests arrays or tables too deeply to read") from None
 
 
 def _tool_table(pyproject: Path) -> dict[str, Any] | None:

@@ -24,6 +24,7 @@ from typing import Any
 
 from tracker.common.collector import tune_collector
 from tracker.common.errors import TrackerError
+from tracker.common.lifeline import start_worker
 
 Progress = Callable[[int, int], None]
 FileKey = tuple[str, bool]  # (content id, read in full)
@@ -108,7 +109,7 @@ def build_segments(
         max_workers=len(walkers),
         mp_context=context,
         initializer=_start,
-        initargs=(done_queue, ends),
+        initargs=(os.getpid(), done_queue, ends),
     ) as pool:
         pending: set[Future[str]] = {
             pool.submit(_walk, kind, location, list(segments[s]), s, step, use_shipped)
@@ -146,11 +147,12 @@ _done: Any = None
 _ends: Any = None
 
 
-def _start(done_queue: Any, ends: Any) -> None:
-    """Worker set-up: where it reports finished versions and claims the next, parsing in
-    this process only (the walkers already use every core), and the collector tuned as the
-    CLI tunes it."""
+def _start(parent: int, done_queue: Any, ends: Any) -> None:
+    """Worker set-up: tied to the process that started it, where it reports finished
+    versions and claims the next, parsing in this process only (the walkers already use
+    every core), and the collector tuned as the CLI tunes it."""
     global _done, _ends
+    start_worker(parent)
     _done, _ends = done_queue, ends
     os.environ["TRACKER_JOBS"] = "1"
     tune_collector()

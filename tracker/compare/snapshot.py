@@ -33,6 +33,7 @@ from tracker.analysis.externals import INVENTORY
 from tracker.analysis.interface import FieldUse, Interface, Requirement, Site
 from tracker.common.atomic import write_text_atomic
 from tracker.common.errors import TrackerError
+from tracker.common.regular import read_regular_text
 from tracker.common.resources import data_file
 from tracker.extract.facts import FACTS_FORMAT
 from tracker.sources.base import SRT_PREFIX, SourceIdentity
@@ -481,7 +482,7 @@ def shipped_dir() -> Path:
 def load_file(path: Path) -> Snapshot | None:
     """A snapshot file, or None when it is missing, unreadable or not a snapshot."""
     try:
-        return from_json(path.read_text(encoding="utf-8"))
+        return from_json(read_regular_text(path))
     except (OSError, ValueError, KeyError, TypeError, AttributeError):
         return None
 
@@ -526,7 +527,7 @@ def write_cached(path: Path, snap: Snapshot) -> None:
 
 def load_cached(path: Path) -> Snapshot | None:
     try:
-        raw = path.read_text(encoding="utf-8")
+        raw = read_regular_text(path)
     except (OSError, UnicodeDecodeError):
         return None
     head, _, text = raw.partition("\n")

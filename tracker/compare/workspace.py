@@ -12,7 +12,7 @@ from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-from tracker.common.cachedir import cache_root
+from tracker.common.cachedir import cache_root, cannot_write_cache
 from tracker.common.errors import TrackerError
 from tracker.compare.snapshot import (
     Snapshot,
@@ -281,7 +281,7 @@ class Workspace:
             try:
                 write_cached(cache_file, snap)
             except OSError as exc:
-                self.feedback.warn(f"could not cache the snapshot of {version}: {exc}")
+                cannot_write_cache(cache_file.parent, exc)
         return replace(snap, compat=self.mark(snap.compat))
 
     def _lookup(self, source: Source, version: str) -> tuple[Snapshot | None, Path, str]:

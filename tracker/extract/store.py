@@ -13,12 +13,16 @@ import hashlib
 import logging
 import os
 import pickle
+import shutil
+import tempfile
 from collections.abc import Callable, Iterable, Mapping
 from concurrent.futures import Future, ProcessPoolExecutor
 from pathlib import Path
 
 from tracker.common.atomic import write_bytes_atomic
-from tracker.common.cachedir import cache_root
+from tracker.common.cachedir import cache_root, cannot_write_cache
+from tracker.common.lifeline import start_worker
+from tracker.common.regular import read_regular
 from tracker.extract.facts import FACTS_FORMAT, ModuleFacts
 from tracker.extract.parse import extract_facts, query_set_hash
 from tracker.sources.base import VersionTree
@@ -59,41 +63,83 @@ def _decode(blob: bytes) -> ModuleFacts | None:
     return facts if isinstance(facts, ModuleFacts) else None
 
 
-def read_cached(base: Path, content_id: str, full: bool = True) -> ModuleFacts | None:
+def read_cached(
+    base: Path, content_id: str, full: bool = True, corrupt: list[str] | None = None
+) -> ModuleFacts | None:
+    """The cached facts, None when missing or corrupt; a corrupt entry is warned about, or
+    added to `corrupt` for the caller to sum up (a whole damaged cache is one line)."""
     try:
-        blob = _entry_path(base, content_id, full).read_bytes()
+        blob = read_regular(_entry_path(base, content_id, full))  # a FIFO must not hang
     except OSError:
         return None
     facts = _decode(blob)
     if facts is not None and (facts.content_id != content_id or facts.definitions_only == full):
         facts = None  # a valid entry of another file, copied or renamed into this place
     if facts is None:
-        log.warning("facts cache entry %s is corrupt; rebuilding it", content_id)
+        if corrupt is None:
+            log.warning("facts cache entry %s is corrupt; rebuilding it", content_id)
+        else:
+            corrupt.append(content_id)
     return facts
 
 
-_write_failed: list[str] = []
+def _warn_corrupt(corrupt: list[str]) -> None:
+    if len(corrupt) == 1:
+        log.warning("facts cache entry %s is corrupt; rebuilding it", corrupt[0])
+    elif corrupt:
+        log.warning(
+            "%d facts cache entries are corrupt (%s, ...); rebuilding them",
+            len(corrupt),
+            corrupt[0],
+        )
 
 
 def _parse_and_store(
     base: Path, path: str, content_id: str, data: bytes, full: bool = True
 ) -> ModuleFacts:
     facts = extract_facts(path, content_id, data, full=full)
+    entry = _entry_path(base, content_id, full)
     try:
+        if entry.is_dir() and not entry.is_symlink():
+            shutil.rmtree(entry)  # a folder where the entry goes would fail every run
         # No fsync: entries are checksummed, a torn one is detected and rebuilt.
-        write_bytes_atomic(_entry_path(base, content_id, full), _encode(facts), durable=False)
+        write_bytes_atomic(entry, _encode(facts), durable=False)
     except OSError as exc:  # a full or read-only disk costs speed, not correctness
-        if not _write_failed:  # once, not once per file
-            log.warning(
-                "could not write to the facts cache (%s); carrying on without it",
-                exc.strerror or exc,
-            )
-        _write_failed.append(content_id)
+        cannot_write_cache(base, exc)
     return facts
 
 
 def _parse_batch(base: str, items: list[tuple[str, str, bytes, bool]]) -> list[ModuleFacts]:
+    """Worker: parse and cache a batch (`base` empty: the cache cannot be written, and
+    each worker saying so would repeat the main process's one line)."""
+    if not base:
+        return [extract_facts(p, c, d, full=full) for p, c, d, full in items]
     return [_parse_and_store(Path(base), p, c, d, full) for p, c, d, full in items]
+
+
+_writable: dict[Path, bool] = {}
+
+
+def _for_workers(base: Path) -> str:
+    """`base` for the workers' batches, or "" when this process finds it cannot write
+    there (said once, here)."""
+    if base not in _writable:
+        try:
+            base.mkdir(parents=True, exist_ok=True)
+            fd, probe = tempfile.mkstemp(prefix=".probe.", suffix=".tmp", dir=base)
+            try:  # data, not just a name: a full disk still has room for an empty file
+                data = memoryview(bytes(4096))
+                while data:  # a short write is how a full disk first answers
+                    data = data[os.write(fd, data) :]
+                os.fsync(fd)
+            finally:
+                os.close(fd)
+                Path(probe).unlink()
+            _writable[base] = True
+        except OSError as exc:
+            cannot_write_cache(base, exc)
+            _writable[base] = False
+    return str(base) if _writable[base] else ""
 
 
 def default_jobs() -> int:
@@ -142,6 +188,7 @@ def load_facts(
     files: Mapping[str, str] = tree.files
     result: dict[str, ModuleFacts] = {}
     missing: list[tuple[str, str, bool]] = []
+    corrupt: list[str] = []
     for path in sorted(set(paths)):
         cid = files[path]
         full = path not in definitions_only
@@ -150,12 +197,13 @@ def load_facts(
             # Parsed ahead: taken from the pool's answer below, not unpickled from disk.
             missing.append((path, cid, full))
             continue
-        cached = cached or read_cached(base, cid, full)
+        cached = cached or read_cached(base, cid, full, corrupt)
         if cached is None:
             missing.append((path, cid, full))
         else:
             recent.put((cid, full), cached)
             result[path] = _at(cached, path)
+    _warn_corrupt(corrupt)
     missing = _collect_ahead(missing, result)
     total = len(missing)
     if progress is not None:
@@ -173,7 +221,8 @@ def load_facts(
     batches = _batches([(path, cid, tree.read(path), full) for path, cid, full in missing], workers)
     done = 0
     pool = _pool(workers)
-    for batch_facts in pool.map(_parse_batch, [str(base)] * len(batches), batches):
+    target = _for_workers(base)
+    for batch_facts in pool.map(_parse_batch, [target] * len(batches), batches):
         for facts in batch_facts:
             result[facts.path] = facts
             recent.put((facts.content_id, not facts.definitions_only), facts)
@@ -208,7 +257,7 @@ def parse_ahead(tree: VersionTree, paths: Iterable[str], definitions_only: froze
     items = [(path, cid, tree.read(path), full) for (cid, full), path in todo.items()]
     pool = _pool(workers)
     for batch in _batches(items, workers):
-        future = pool.submit(_parse_batch, str(base), batch)
+        future = pool.submit(_parse_batch, _for_workers(base), batch)
         for _, cid, _, full in batch:
             _ahead[(cid, full)] = future
     return len(items)
@@ -257,7 +306,9 @@ def _pool(workers: int) -> ProcessPoolExecutor:
     """One pool per process, started on first use: a range of releases would otherwise
     fork fresh workers (from an ever larger parent) for every release."""
     if workers not in _pools:
-        _pools[workers] = ProcessPoolExecutor(max_workers=workers)
+        _pools[workers] = ProcessPoolExecutor(
+            max_workers=workers, initializer=start_worker, initargs=(os.getpid(),)
+        )
         if len(_pools) == 1:
             atexit.register(_shutdown_pools)
     return _pools[workers]

@@ -12,12 +12,13 @@ before it is tried again.
 
 from __future__ import annotations
 
+import ipaddress
 import re
 import time
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass
 from typing import Any
-from urllib.parse import urlsplit
+from urllib.parse import SplitResult, urlsplit
 
 import httpx
 
@@ -29,6 +30,8 @@ DEFAULT_API_URL = "https://api.github.com"
 TOKEN_ENV = "GITHUB_TOKEN"
 
 _REPO = re.compile(r"[A-Za-z0-9_.-]+/[A-Za-z0-9_.-]+")
+# A server's error message is shown in a one-line error: no longer than this.
+_MESSAGE_LIMIT = 200
 
 
 def _sleep(seconds: float) -> None:
@@ -77,6 +80,7 @@ class GitHubClient:
     ) -> None:
         if not _REPO.fullmatch(repo):
             raise TrackerError(f"--post wants OWNER/REPO, not {repo!r}")
+        token = clean_token(token)
         if not token and not read_only:
             raise TrackerError(f"set {TOKEN_ENV} to a token that can write issues on {repo}")
         # A dry run reads (a public repository needs no token for that) and can never
@@ -84,8 +88,18 @@ class GitHubClient:
         self.read_only = read_only
         base = (api_url or DEFAULT_API_URL).rstrip("/")
         parts = urlsplit(base)
-        if parts.scheme not in ("http", "https") or not parts.netloc:
-            raise TrackerError(f"the GitHub API URL must be http(s)://HOST[/PATH], not {base!r}")
+        # Credentials written into the URL are secrets too: never part of a message.
+        self._display = _without_credentials(parts)
+        if parts.scheme not in ("http", "https") or not parts.hostname:
+            raise TrackerError(
+                f"the GitHub API URL must be http(s)://HOST[/PATH], not {self._display!r}"
+            )
+        if token and parts.scheme == "http" and not _is_loopback(parts.hostname):
+            raise TrackerError(
+                f"refusing to send {TOKEN_ENV} in cleartext to {self._display}: "
+                "use https:// (plain http:// is only for a server on this machine)"
+            )
+        self._secrets = tuple(s for s in (token, parts.password) if s)
         self.repo = repo
         self.api_url = base
         self._origin = (parts.scheme, parts.netloc)
@@ -123,7 +137,10 @@ class GitHubClient:
         seen: set[str] = set()
         while url is not None:
             if url in seen:  # a server that links a page to itself would loop forever
-                raise TrackerError(f"GitHub's pagination of {self.repo} issues loops at {url}")
+                raise TrackerError(
+                    f"GitHub's pagination of {self.repo} issues loops at "
+                    f"{_printable(url, self._secrets)}"
+                )
             seen.add(url)
             self._check_origin(url)
             response = self._request("GET", url)
@@ -225,10 +242,15 @@ class GitHubClient:
         parts = urlsplit(url)
         if (parts.scheme, parts.netloc) != self._origin:
             # The token goes with every request: never to a host the user did not name.
+            linked = _without_credentials(parts._replace(path="", query="", fragment=""))
             raise TrackerError(
-                f"GitHub linked to {parts.scheme}://{parts.netloc}, not "
-                f"{self.api_url}; refusing to send the token there"
+                f"GitHub linked to {linked}, not {self._display}; refusing to send the token there"
             )
+
+    def _message(self, response: httpx.Response) -> str:
+        """The server's own words, made safe to print: a proxy may echo the request's
+        headers (the token) back, and its text may hold anything."""
+        return _printable(_message(response), self._secrets)
 
     def _delay(self, attempt: int) -> float:
         return float(min(self.max_wait, self.base_delay * 2**attempt))
@@ -238,7 +260,7 @@ class GitHubClient:
     ) -> httpx.Response:
         """One request with retries. Non-idempotent requests raise _Ambiguous instead of
         retrying when the server may have acted on them."""
-        what = f"{method} {url.removeprefix(self.api_url)}"
+        what = _printable(f"{method} {url.removeprefix(self.api_url)}", self._secrets)
         if self.read_only and method != "GET":
             raise TrackerError(f"dry run: refusing to send {what}")
         for attempt in range(self.max_attempts):
@@ -246,7 +268,8 @@ class GitHubClient:
             try:
                 response = self._http.request(method, url, json=json)
             except httpx.ConnectError as error:
-                reason = f"cannot connect to {self.api_url} ({error})"
+                cause = _printable(str(error), self._secrets)
+                reason = f"cannot connect to {self._display} ({cause})"
                 if last:
                     raise TrackerError(f"{reason} after {self.max_attempts} attempts") from None
                 self._sleep(self._delay(attempt))
@@ -277,7 +300,7 @@ class GitHubClient:
                 self._sleep(max(wait, self._delay(attempt)))
                 continue
             if status >= 500:
-                reason = f"{status} {_message(response)} on {what}"
+                reason = f"{status} {self._message(response)} on {what}"
                 if not idempotent:
                     raise _Ambiguous(reason)
                 if last:
@@ -306,12 +329,12 @@ class GitHubClient:
                 return max(0.0, float(headers.get("x-ratelimit-reset", "")) - self._clock())
             except ValueError:
                 return self._delay(0)
-        if status == 429 or "rate limit" in _message(response).lower():
+        if status == 429 or "rate limit" in self._message(response).lower():
             return self._delay(0)
         return None
 
     def _refusal(self, response: httpx.Response, what: str) -> TrackerError:
-        status, message = response.status_code, _message(response)
+        status, message = response.status_code, self._message(response)
         if status == 401:
             return TrackerError(f"GitHub rejected the token (401 {message}): check {TOKEN_ENV}")
         if status == 403:
@@ -326,6 +349,48 @@ class GitHubClient:
         if status == 410:
             return TrackerError(f"issues are disabled on {self.repo} (410)")
         return TrackerError(f"GitHub refused {what} ({status} {message})")
+
+
+def clean_token(token: str | None) -> str | None:
+    """The token as given, without the surrounding whitespace a file or a secret store
+    adds (`echo $T > file` ends it with a newline, which no HTTP header may carry); one
+    clear line when what is left cannot be a token."""
+    if token is None:
+        return None
+    token = token.strip()
+    if not token.isascii() or not token.isprintable() or any(c.isspace() for c in token):
+        raise TrackerError(
+            f"{TOKEN_ENV} holds a character a token cannot have (tokens are printable "
+            "ASCII without spaces): check how it was set"
+        )
+    return token
+
+
+def _is_loopback(host: str) -> bool:
+    if host.lower() == "localhost":
+        return True
+    try:
+        return ipaddress.ip_address(host).is_loopback
+    except ValueError:
+        return False
+
+
+def _without_credentials(parts: SplitResult) -> str:
+    """The URL with any `user:password@` left out."""
+    netloc = parts.netloc.rpartition("@")[2]
+    return parts._replace(netloc=netloc).geturl()
+
+
+def _printable(text: str, secrets: Iterable[str]) -> str:
+    """`text` on one line, each secret replaced, control characters shown escaped (a
+    server's message could rewrite the terminal) and cut at _MESSAGE_LIMIT."""
+    for secret in secrets:
+        text = text.replace(secret, "[redacted]")
+    text = " ".join(text.split())
+    shown = "".join(c if c.isprintable() else c.encode("unicode_escape").decode() for c in text)
+    if len(shown) > _MESSAGE_LIMIT:
+        shown = shown[: _MESSAGE_LIMIT - 1] + "…"
+    return shown
 
 
 def _message(response: httpx.Response) -> str:

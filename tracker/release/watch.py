@@ -9,6 +9,7 @@ redoes that release and finds the issues it had already filed.
 
 from __future__ import annotations
 
+import hashlib
 import json
 import re
 from collections.abc import Callable, Container
@@ -20,7 +21,11 @@ from typing import Any, Protocol
 from packaging.version import Version
 
 from tracker.common.atomic import write_text_atomic
+from tracker.common.cachedir import cache_root
 from tracker.common.errors import TrackerError
+from tracker.common.fileset import write_file_set
+from tracker.common.lock import held
+from tracker.common.regular import read_regular_text
 from tracker.compare.diff import Change
 from tracker.compare.snapshot import Snapshot, algorithms_of, aliases_of, pick_algorithms
 from tracker.compare.workspace import Workspace
@@ -72,7 +77,7 @@ def load_state(path: Path) -> WatchState | None:
     """The state in `path`, None when there is no file; a file that is not a watch state
     is an error (overwriting it could lose someone's data)."""
     try:
-        text = path.read_text(encoding="utf-8")
+        text = read_regular_text(path)
     except FileNotFoundError:
         return None
     except OSError as exc:
@@ -165,9 +170,10 @@ class GitHubSink:
 
 
 class DirSink:
-    """One markdown file per issue plus an `issues.json` index, each written atomically.
-    The index is written after the file, so a crash between the two leaves an unindexed
-    file that the rerun writes again, never an indexed issue without its file."""
+    """One markdown file per issue plus an `issues.json` index, written as one set
+    (common/fileset.py): a full disk changes nothing, and the index is moved into place
+    after the files, so a crash between the two leaves an unindexed file that the rerun
+    writes again, never an indexed issue without its file."""
 
     def __init__(self, directory: Path, overwrite: bool = False) -> None:
         self.directory = directory
@@ -180,7 +186,7 @@ class DirSink:
 
     def _index(self) -> dict[str, dict[str, Any]]:
         try:
-            doc = json.loads(self.index_path.read_text(encoding="utf-8"))
+            doc = json.loads(read_regular_text(self.index_path))
         except FileNotFoundError:
             return {}
         except (OSError, ValueError):
@@ -194,12 +200,15 @@ class DirSink:
         }
 
     def _write_index(self, entries: dict[str, dict[str, Any]]) -> None:
+        write_file_set(self.directory, {INDEX_NAME: self._index_text(entries)})
+
+    def _index_text(self, entries: dict[str, dict[str, Any]]) -> str:
         ordered = sorted(
             entries.values(),
             key=lambda e: (e.get("report", {}).get("version", ""), e.get("file", "")),
         )
         doc = {"schema": INDEX_SCHEMA, "issues": ordered}
-        write_text_atomic(self.index_path, json.dumps(doc, indent=1, ensure_ascii=False) + "\n")
+        return json.dumps(doc, indent=1, ensure_ascii=False) + "\n"
 
     def known(self) -> dict[str, Tracked]:
         out = {}
@@ -229,12 +238,13 @@ class DirSink:
         return self.write([issue])[0]
 
     def write(self, issues: list[IssueDoc]) -> list[str]:
+        """The issues' files and the index as one set: all of them or none, the index
+        last."""
         entries = self._index()
-        paths = []
+        files: dict[str, str] = {}
         for issue in issues:
             name = _file_name(issue)
-            path = self.directory / name
-            write_text_atomic(path, front_matter(issue))
+            files[name] = front_matter(issue)
             previous = entries.get(issue.fingerprint, {})
             entries[issue.fingerprint] = {
                 "fingerprint": issue.fingerprint,
@@ -245,9 +255,9 @@ class DirSink:
                 "state": previous.get("state", "open"),
                 **({k: previous[k] for k in ("fixed_in", "fixed_reason") if k in previous}),
             }
-            paths.append(str(path))
-        self._write_index(entries)
-        return paths
+        files[INDEX_NAME] = self._index_text(entries)
+        write_file_set(self.directory, files, last=INDEX_NAME)
+        return [str(self.directory / name) for name in files if name != INDEX_NAME]
 
     def resolve(self, tracked: Tracked, version: str, reason: str) -> None:
         entries = self._index()
@@ -521,7 +531,35 @@ def run_watch(
     dry_run: bool = False,
 ) -> WatchResult:
     """Handle the releases after the state's last one (or `since`). With `dry_run`,
-    the sink only reads and the state file is neither written nor created."""
+    the sink only reads and the state file is neither written nor created. Refused while
+    another run uses the same state file or files to the same destination on this machine:
+    both would file the same issues."""
+    if dry_run:
+        return _run_watch(
+            ws, sink, state_path, since, until, algorithms, options, on_release, note, True
+        )
+    destination = hashlib.sha1(sink.destination.encode(), usedforsecurity=False).hexdigest()
+    with (
+        held(state_path.with_name(f"{state_path.name}.lock"), f"the watch state {state_path}"),
+        held(cache_root() / "locks" / f"watch-{destination[:16]}.lock", sink.destination),
+    ):
+        return _run_watch(
+            ws, sink, state_path, since, until, algorithms, options, on_release, note, False
+        )
+
+
+def _run_watch(
+    ws: Workspace,
+    sink: Sink,
+    state_path: Path,
+    since: str | None,
+    until: str | None,
+    algorithms: tuple[str, ...],
+    options: RenderOptions | None,
+    on_release: Callable[[ReleaseOutcome], None] | None,
+    note: Callable[[str], None] | None,
+    dry_run: bool,
+) -> WatchResult:
     options = options or RenderOptions()
     say = note or (lambda _: None)
     if dry_run:

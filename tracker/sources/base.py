@@ -8,6 +8,7 @@ facts cache is shared) and the bytes on demand.
 from __future__ import annotations
 
 import hashlib
+import logging
 import re
 import tomllib
 from abc import ABC, abstractmethod
@@ -21,7 +22,13 @@ from packaging.utils import canonicalize_name
 from tracker.common.errors import TrackerError
 from tracker.sources.versions import canonical_tag
 
+log = logging.getLogger(__name__)
+
 SRT_PREFIX = "python/sglang/srt/"
+# Real SGLang source files stay under 400 KB (the largest in v0.4.3.post3 … v0.5.23,
+# server_args.py of v0.5.16, is 375 KB). A file ten times that is generated or hostile:
+# parsing a 50 MB one took minutes and gigabytes, so it is skipped, with a warning.
+MAX_FILE_BYTES = 4 * 1024 * 1024
 VERSION_FILE = "python/sglang/version.py"
 # From v0.5.7 version.py asks setuptools-scm, and the version is a literal only in the
 # `_version.py` it generates into every wheel (`__version__ = version = '0.5.9'`).
@@ -29,6 +36,38 @@ SCM_VERSION_FILE = "python/sglang/_version.py"
 _VERSION_ASSIGN = re.compile(
     r"""^__version__\s*=\s*(?:[A-Za-z_]\w*\s*=\s*)*["']([^"']+)["']""", re.MULTILINE
 )
+
+
+_skipped: set[tuple[str, str]] = set()
+
+
+def skip_file(path: str, reason: str) -> None:
+    """Warn (once per path and reason in a process: a range lists a file once per version)
+    that a file of the tree is left out of the analysis, and why."""
+    if (path, reason) in _skipped:
+        return
+    _skipped.add((path, reason))
+    log.warning("skipped %s: %s", shown_path(path), reason)
+
+
+def too_large(size: int) -> str:
+    return f"{size / 1024 / 1024:.1f} MB is over the {MAX_FILE_BYTES // 1024 // 1024} MB limit"
+
+
+def is_utf8_path(path: str) -> bool:
+    """False for a name that is not UTF-8 (os and git hand those over with surrogates)."""
+    try:
+        path.encode("utf-8")
+    except UnicodeEncodeError:
+        return False
+    return True
+
+
+def shown_path(path: str) -> str:
+    """`path` as it can be printed: bytes that are not UTF-8 shown escaped."""
+    if is_utf8_path(path):
+        return path
+    return path.encode("utf-8", "surrogateescape").decode("utf-8", "backslashreplace")
 
 
 def content_id(data: bytes) -> str:

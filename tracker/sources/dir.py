@@ -7,6 +7,7 @@ one version named `local`, identified by what its files contain.
 
 from __future__ import annotations
 
+import errno
 import hashlib
 import os
 from collections.abc import Mapping
@@ -14,13 +15,18 @@ from pathlib import Path
 from types import MappingProxyType
 
 from tracker.common.errors import NotSGLangError, SourceError, UnknownVersionError
+from tracker.common.regular import NotRegularFile, read_regular
 from tracker.sources.base import (
+    MAX_FILE_BYTES,
     Source,
     SourceIdentity,
     VersionTree,
     content_id,
+    is_utf8_path,
     pyproject_requirements,
     requires_dist,
+    skip_file,
+    too_large,
 )
 
 LOCAL = "local"
@@ -59,7 +65,7 @@ class DirTree(VersionTree):
         expected = self._files[path]
         disk_path = self._root / path.removeprefix(REPO_SGLANG + "/")
         try:
-            data = disk_path.read_bytes()
+            data = read_regular(disk_path)
         except OSError as error:
             raise SourceError(f"cannot read {disk_path}: {error.strerror}") from None
         # Facts are cached by content id: bytes that no longer match the listed id would
@@ -82,10 +88,11 @@ class DirSource(Source):
         if not directory.is_dir():
             what = "is not a directory" if directory.exists() else "does not exist"
             raise SourceError(f"{directory} {what}")
-        if (directory / REPO_SGLANG / "srt").is_dir():
-            self.sglang_root = directory / REPO_SGLANG
-        elif (directory / "sglang" / "srt").is_dir():
-            self.sglang_root = directory / "sglang"
+        for candidate in (directory / REPO_SGLANG, directory / "sglang"):
+            if (candidate / "srt").is_dir():
+                _refuse_linked(directory, candidate / "srt")
+                self.sglang_root = candidate
+                break
         else:
             raise NotSGLangError(
                 f"{directory} has neither python/sglang/srt/ nor sglang/srt/: not an SGLang tree"
@@ -121,25 +128,56 @@ class DirSource(Source):
         return f"{self.location} is a directory: nothing to fetch"
 
 
+def _refuse_linked(directory: Path, srt: Path) -> None:
+    """A symlinked `srt/` (or folder above it) is not followed, as git does not follow it:
+    say so, rather than analyse a tree without it."""
+    for folder in (srt.parent.parent, srt.parent, srt):
+        if folder != directory and folder.is_symlink():
+            raise NotSGLangError(
+                f"{folder} is a symlink, not followed: give dir: the tree it points to"
+            )
+
+
 def _list_python_files(root: Path) -> dict[str, str]:
     """Repo path -> content id of every regular `.py` file below `root`.
 
     Symbolic links are skipped, as the git source skips them, so a checkout read from disk
-    and the same commit read from git list the same files.
+    and the same commit read from git list the same files; a linked directory is said in a
+    warning (a linked `srt/` or `models/` would otherwise read as a tree without them).
+    So are files whose name is not UTF-8 and files over MAX_FILE_BYTES.
     """
     files: dict[str, str] = {}
     for folder, subfolders, names in os.walk(root):
-        subfolders[:] = sorted(name for name in subfolders if name != "__pycache__")
+        here = Path(folder)
+        for name in subfolders:
+            if (here / name).is_symlink():
+                skip_file(_repo_path(root, here / name) + "/", "not followed: symlink")
+        subfolders[:] = sorted(
+            name for name in subfolders if name != "__pycache__" and not (here / name).is_symlink()
+        )
         for name in names:
-            if not name.endswith(".py"):
-                continue
-            disk_path = Path(folder) / name
-            if disk_path.is_symlink() or not disk_path.is_file():
-                continue
-            relative = disk_path.relative_to(root).as_posix()
-            try:
-                data = disk_path.read_bytes()
-            except OSError as error:
-                raise SourceError(f"cannot read {disk_path}: {error.strerror}") from None
-            files[f"{REPO_SGLANG}/{relative}"] = content_id(data)
+            if name.endswith(".py"):
+                _add_file(root, here / name, files)
     return files
+
+
+def _add_file(root: Path, disk_path: Path, files: dict[str, str]) -> None:
+    if disk_path.is_symlink() or not disk_path.is_file():
+        return
+    repo_path = _repo_path(root, disk_path)
+    if not is_utf8_path(repo_path):
+        skip_file(repo_path, "its name is not UTF-8")
+        return
+    try:
+        data = read_regular(disk_path, MAX_FILE_BYTES)
+    except NotRegularFile as error:
+        if error.errno == errno.EFBIG:
+            skip_file(repo_path, too_large(disk_path.stat().st_size))
+        return  # a FIFO or device put in place of the file meanwhile: skipped like one
+    except OSError as error:
+        raise SourceError(f"cannot read {disk_path}: {error.strerror}") from None
+    files[repo_path] = content_id(data)
+
+
+def _repo_path(root: Path, disk_path: Path) -> str:
+    return f"{REPO_SGLANG}/{disk_path.relative_to(root).as_posix()}"

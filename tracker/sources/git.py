@@ -24,11 +24,15 @@ import git
 from tracker.common.cachedir import cache_root
 from tracker.common.errors import NotSGLangError, SourceError, UnknownVersionError
 from tracker.sources.base import (
+    MAX_FILE_BYTES,
     SRT_PREFIX,
     Source,
     SourceIdentity,
     VersionTree,
+    is_utf8_path,
     pyproject_requirements,
+    skip_file,
+    too_large,
 )
 from tracker.sources.versions import match_version, sort_versions, unknown_version
 
@@ -354,26 +358,24 @@ class GitSource(Source):
         root = self.repo.commit(sha).tree
         # One `git ls-tree` lists every file below python/sglang/; gitpython's traverse()
         # builds a tree object per directory on the way and took eight times as long, which
-        # a range or a bisect pays once per version.
-        listing = self._git("ls-tree", "-r", "-z", "--full-tree", sha, "--", SGLANG_DIR)
-        blobs: dict[str, git.Blob] = {}
-        has_srt = False
-        for entry in listing.split("\0"):
-            meta, _, path = entry.partition("\t")
-            if not path:
-                continue
-            mode, kind, oid = meta.split()
-            has_srt = has_srt or path.startswith(SRT_PREFIX)
-            # Submodule entries are commits, not blobs; symlinks are blobs, but their bytes
-            # are a path, and a release archive would hold the target file (or nothing).
-            if kind != "blob" or int(mode, 8) == _SYMLINK_MODE or not path.endswith(".py"):
-                continue
-            blobs[path] = git.Blob(self.repo, bytes.fromhex(oid), int(mode, 8), path)
+        # a range or a bisect pays once per version. Sizes come with the listing, except in
+        # a partial clone, where asking for them would fetch each blob on its own.
+        partial = self._promisor_remote() is not None
+        sized = () if partial else ("-l",)
+        listing = self._git("ls-tree", "-r", "-z", *sized, "--full-tree", sha, "--", SGLANG_DIR)
+        blobs, sizes, has_srt, linked_srt = _listed_blobs(self.repo, listing)
         if not has_srt:
+            linked = " (it is a symlink, not followed)" if linked_srt else ""
             raise NotSGLangError(
-                f"{version} at {self.location} has no {SRT_PREFIX}: not an SGLang tree"
+                f"{version} at {self.location} has no {SRT_PREFIX}{linked}: not an SGLang tree"
             )
         self._prefetch_missing(sha, {blob.hexsha for blob in blobs.values()})
+        if partial:
+            sizes = self._sizes(blobs)
+        for path, size in sizes.items():
+            if size > MAX_FILE_BYTES:
+                skip_file(path, too_large(size))
+                del blobs[path]
         identity = SourceIdentity(
             kind=self.kind, location=self.location, version=version, revision=sha
         )
@@ -382,6 +384,16 @@ class GitSource(Source):
         except KeyError:
             pyproject = None
         return GitTree(identity, blobs, pyproject if isinstance(pyproject, git.Blob) else None)
+
+    def _sizes(self, blobs: Mapping[str, git.Blob]) -> dict[str, int]:
+        """The size of each blob, from one `git cat-file --batch-check`."""
+        answer = self._git(
+            "cat-file",
+            "--batch-check=%(objectname) %(objectsize)",
+            stdin="".join(f"{blob.hexsha}\n" for blob in blobs.values()),
+        )
+        by_id = dict(line.split() for line in answer.splitlines() if len(line.split()) == 2)
+        return {path: int(by_id.get(blob.hexsha, 0)) for path, blob in blobs.items()}
 
     def _prefetch_missing(self, sha: str, wanted: set[str]) -> None:
         """In a partial clone, fetch the blobs one version needs in a single request; left to
@@ -431,13 +443,14 @@ class GitSource(Source):
             check=False,
         )
         # Decoded by hand: text mode would turn a carriage return in a file name or a
-        # commit subject into a newline, and fail on bytes that are not UTF-8.
+        # commit subject into a newline. Paths are bytes to git: one that is not UTF-8 keeps
+        # its bytes as surrogates, so the listing can leave it out with a warning.
         if result.returncode != 0:
             stderr = result.stderr.decode("utf-8", "replace")
             reason = _reason(stderr) or f"exit status {result.returncode}"
             command = next((a for a in args if not a.startswith("-") and "=" not in a), "")
             raise SourceError(f"git {command} failed in {self.location}: {reason}")
-        return result.stdout.decode("utf-8", "replace")
+        return result.stdout.decode("utf-8", "surrogateescape")
 
 
 def _commit_rows(listing: str) -> list[list[str]]:
@@ -448,6 +461,40 @@ def _commit_rows(listing: str) -> list[list[str]]:
     if len(fields) % 5:
         raise SourceError(f"git log gave {len(fields)} fields, not five per commit")
     return [fields[i : i + 5] for i in range(0, len(fields), 5)]
+
+
+def _listed_blobs(
+    repo: git.Repo, listing: str
+) -> tuple[dict[str, git.Blob], dict[str, int], bool, bool]:
+    """(the `.py` blobs to read, their sizes when listed, whether `srt/` has files, whether
+    `srt` is a symlink) from `git ls-tree -r -z [-l]` output. A name that is not UTF-8 is
+    left out, with a warning; so is a linked folder below `srt/`."""
+    blobs: dict[str, git.Blob] = {}
+    sizes: dict[str, int] = {}
+    has_srt = linked_srt = False
+    for entry in listing.split("\0"):
+        meta, _, path = entry.partition("\t")
+        if not path:
+            continue
+        mode, kind, oid, *size = meta.split()
+        has_srt = has_srt or path.startswith(SRT_PREFIX)
+        linked = int(mode, 8) == _SYMLINK_MODE
+        if linked and (path + "/").startswith(SRT_PREFIX):
+            # A linked folder (`srt/`, `models/`) would read as a tree without it.
+            linked_srt = linked_srt or path == SRT_PREFIX[:-1]
+            if not path.endswith(".py") and path != SRT_PREFIX[:-1]:
+                skip_file(path, "not followed: symlink")
+        # Submodule entries are commits, not blobs; symlinks are blobs, but their bytes
+        # are a path, and a release archive would hold the target file (or nothing).
+        if kind != "blob" or linked or not path.endswith(".py"):
+            continue
+        if not is_utf8_path(path):
+            skip_file(path, "its name is not UTF-8")
+            continue
+        blobs[path] = git.Blob(repo, bytes.fromhex(oid), int(mode, 8), path)
+        if size:
+            sizes[path] = int(size[0])
+    return blobs, sizes, has_srt, linked_srt
 
 
 def _last_line(error: Exception) -> str:

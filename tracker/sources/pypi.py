@@ -8,6 +8,8 @@ kept in the cache and reused offline. Wheel paths (`sglang/...`) are mapped to r
 
 from __future__ import annotations
 
+import atexit
+import contextlib
 import hashlib
 import json
 import os
@@ -28,13 +30,14 @@ from packaging.utils import InvalidWheelFilename, parse_wheel_filename
 from packaging.version import Version
 
 from tracker.common.atomic import write_text_atomic
-from tracker.common.cachedir import cache_root
+from tracker.common.cachedir import cache_root, cannot_write_cache
 from tracker.common.errors import (
     NoSpeculativeDecodingError,
     NotSGLangError,
     SourceError,
     TrackerError,
 )
+from tracker.common.regular import read_regular, read_regular_text
 from tracker.sources.base import (
     Source,
     SourceIdentity,
@@ -170,6 +173,7 @@ class PypiSource(Source):
         self.warnings: list[str] = []
         self._versions: list[str] | None = None
         self._trees: dict[str, PypiTree] = {}
+        self._scratch: Path | None = None  # downloads of this run when the cache is read-only
 
     # -- Source -------------------------------------------------------------------------------
 
@@ -217,9 +221,10 @@ class PypiSource(Source):
         return self._trees[tag]
 
     def fetch(self) -> str:
-        """Refresh the list of releases from the index."""
-        self._versions = None
-        tags = self.versions()
+        """Refresh the list of releases from the index; a SourceError when it cannot be
+        reached (listing is all `fetch` is for: the cached list is no answer to it)."""
+        self._versions = self._list_versions(strict=True)
+        tags = self._versions
         newest = f", newest {tags[-1]}" if tags else ""
         return f"listed {PACKAGE} on the package index: {len(tags)} releases{newest}"
 
@@ -229,15 +234,23 @@ class PypiSource(Source):
 
     # -- release list -------------------------------------------------------------------------
 
-    def _list_versions(self) -> list[str]:
+    def _list_versions(self, strict: bool = False) -> list[str]:
         result = self._pip("index", "versions", PACKAGE, *PLATFORM_ARGS)
         listed = _parse_available(result.stdout) if result.returncode == 0 else None
         if listed is not None:
             tags = _release_tags(listed)
             document = {"schema": _VERSIONS_SCHEMA, "package": PACKAGE, "versions": tags}
-            write_text_atomic(self._versions_file, json.dumps(document, indent=1) + "\n")
+            try:
+                write_text_atomic(self._versions_file, json.dumps(document, indent=1) + "\n")
+            except OSError as exc:  # a read-only cache: the list is good for this run
+                cannot_write_cache(self.archive_dir, exc)
             return tags
         reason = _pip_reason(result)
+        if strict:
+            raise SourceError(
+                f"the package index could not be reached to list {PACKAGE} releases "
+                f"(pip: {reason}); the cached list is unchanged"
+            )
         cached = sort_versions({*self._read_cached_versions(), *self._cached_archive_tags()})
         if not cached:
             raise SourceError(
@@ -297,11 +310,25 @@ class PypiSource(Source):
             raise SourceError(f"the archive {archive} changed while it was being read")
         return (archive, *loaded)
 
+    def _download_dir(self) -> Path:
+        """Where archives are downloaded: the cache, else a folder for this run only."""
+        try:
+            self.archive_dir.mkdir(parents=True, exist_ok=True)
+            probe = Path(tempfile.mkdtemp(prefix=".download-", dir=self.archive_dir))
+            probe.rmdir()
+            return self.archive_dir
+        except OSError as exc:
+            cannot_write_cache(self.archive_dir, exc)
+        if self._scratch is None:
+            self._scratch = Path(tempfile.mkdtemp(prefix="sglang-tracker-"))
+            atexit.register(shutil.rmtree, self._scratch, True)
+        return self._scratch
+
     def _download(self, tag: str) -> Path:
         version = tag.removeprefix("v")
-        self.archive_dir.mkdir(parents=True, exist_ok=True)
+        folder = self._download_dir()
         # Download beside the cache (same file system) so the final move is one rename.
-        scratch = Path(tempfile.mkdtemp(prefix=".download-", dir=self.archive_dir))
+        scratch = Path(tempfile.mkdtemp(prefix=".download-", dir=folder))
         try:
             result = self._pip(
                 "download", "--no-deps", *PLATFORM_ARGS, "-d", str(scratch), f"{PACKAGE}=={version}"
@@ -325,7 +352,7 @@ class PypiSource(Source):
                 )
             with wheel.open("rb") as handle:
                 os.fsync(handle.fileno())
-            target = self.archive_dir / wheel.name
+            target = folder / wheel.name
             wheel.replace(target)
             return target
         finally:
@@ -363,7 +390,7 @@ def _load_archive(archive: Path) -> tuple[str, dict[str, str]] | None:
     checked from end to end (every member's CRC) and the index rebuilt.
     """
     try:
-        data = archive.read_bytes()
+        data = read_regular(archive)
     except OSError:
         return None
     sha256 = hashlib.sha256(data).hexdigest()
@@ -385,7 +412,9 @@ def _load_archive(archive: Path) -> tuple[str, dict[str, str]] | None:
     except _ZIP_DAMAGE:
         return None
     document = {"schema": _INDEX_SCHEMA, "sha256": sha256, "files": files}
-    write_text_atomic(_index_file(archive), json.dumps(document, indent=0, sort_keys=True))
+    # Unwritable (a read-only cache): the archive is checked again next time, that is all.
+    with contextlib.suppress(OSError):
+        write_text_atomic(_index_file(archive), json.dumps(document, indent=0, sort_keys=True))
     return sha256, files
 
 
@@ -451,6 +480,9 @@ def _parse_available(output: str) -> list[str] | None:
     return None
 
 
+_RAISED = re.compile(r"^(?:OSError|IOError|PermissionError|[A-Za-z]+Error): \[Errno \d+\] ")
+
+
 def _pip_reason(result: subprocess.CompletedProcess[str]) -> str:
     """Why pip failed, in one line. After a failed connection pip's last line only says "No
     matching distribution found", which reads as if the release did not exist: the
@@ -460,6 +492,11 @@ def _pip_reason(result: subprocess.CompletedProcess[str]) -> str:
     connection = [match.group(1) for line in lines if (match := _CONNECTION_ERROR.search(line))]
     if connection:
         return connection[-1].strip()
+    # pip's own error line is only "Exception:" when the traceback's last line is the cause
+    # (a full disk: "OSError: [Errno 28] No space left on device").
+    raised = [line for line in lines if _RAISED.match(line)]
+    if raised and any(line.startswith("ERROR: Exception") for line in lines):
+        return raised[-1]
     errors = [line.removeprefix("ERROR:").strip() for line in lines if line.startswith("ERROR:")]
     if not errors:
         return lines[-1] if lines else f"exit status {result.returncode}"
@@ -471,7 +508,7 @@ def _pip_reason(result: subprocess.CompletedProcess[str]) -> str:
 
 def _read_json(path: Path) -> dict[str, Any] | None:
     try:
-        document = json.loads(path.read_text(encoding="utf-8"))
+        document = json.loads(read_regular_text(path))
     except (OSError, ValueError):
         return None
     return document if isinstance(document, dict) else None

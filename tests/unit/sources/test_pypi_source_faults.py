@@ -9,11 +9,14 @@ real index is exercised in tests/integration/test_sources_real.py.
 from __future__ import annotations
 
 import json
+import logging
 import zipfile
 from pathlib import Path
 
 import pytest
+from click.testing import CliRunner
 
+from tracker.cli import cli
 from tracker.common.errors import (
     NoSpeculativeDecodingError,
     NotSGLangError,
@@ -337,3 +340,62 @@ def test_a_damaged_archive_from_the_index_is_rejected_and_not_cached(
     with pytest.raises(SourceError, match="damaged archive"):
         PypiSource().tree("v0.5.10")
     assert not (cache / served.name).exists()
+
+
+# -- fetch, and a cache that cannot be written ----------------------------------------------------
+
+
+def test_fetch_with_the_index_out_of_reach_fails_and_lists_nothing(index: FakeIndex) -> None:
+    PypiSource().versions()  # a cached list exists: fetch must not pass it off as fresh
+    index.go_offline()
+    with pytest.raises(SourceError, match=r"^the package index could not be reached") as caught:
+        PypiSource().fetch()
+    assert "Connection refused" in str(caught.value) and "unchanged" in str(caught.value)
+
+
+def test_the_fetch_command_exits_2_without_claiming_it_listed_anything(index: FakeIndex) -> None:
+    PypiSource().versions()
+    index.go_offline()
+    result = CliRunner().invoke(cli, ["fetch", "--source", "pypi"])
+    assert result.exit_code == 2, result.output
+    assert "listed" not in result.stdout
+    assert result.stderr.startswith("tracker: error: the package index could not be reached")
+
+
+def test_an_unwritable_cache_lists_and_downloads_uncached_with_one_warning(
+    index: FakeIndex, tmp_path: Path, caplog: pytest.LogCaptureFixture
+) -> None:
+    blocker = tmp_path / "not-a-folder"
+    blocker.write_text("")
+    source = PypiSource(archive_dir=blocker / "pypi")  # no folder can be made there
+    with caplog.at_level(logging.WARNING, logger="tracker"):
+        assert source.versions()[-1] == "v0.5.10"
+        assert source.tree("v0.5.9").files[WORKER] == content_id(WORKER_TEXT * 50)
+        assert source.tree("v0.5.10").files[WORKER] == content_id(WORKER_TEXT * 50)
+    assert source.warnings == []
+    [warning] = [r.getMessage() for r in caplog.records]
+    assert warning.startswith(f"cannot write to the cache in {blocker / 'pypi'} (Not a directory)")
+
+
+def test_a_download_failing_on_a_full_disk_says_so_not_exception(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    script = tmp_path / "full_disk_pip.sh"
+    script.write_text(
+        "#!/bin/sh\n"
+        'if [ "$1" = index ]; then echo "sglang (0.5.9)"; echo "Available versions: 0.5.9";'
+        " exit 0; fi\n"
+        "echo 'ERROR: Exception:' >&2\n"
+        "echo 'Traceback (most recent call last):' >&2\n"
+        "echo '  File \"pip/_internal/cli/base_command.py\", line 180, in exc_logging' >&2\n"
+        "echo 'OSError: [Errno 28] No space left on device' >&2\n"
+        "exit 2\n"
+    )
+    script.chmod(0o755)
+    monkeypatch.setenv("TRACKER_PIP", str(script))
+    with pytest.raises(SourceError) as caught:
+        PypiSource().tree("v0.5.9")
+    assert str(caught.value) == (
+        "cannot download sglang==0.5.9 from the package index "
+        "(pip: OSError: [Errno 28] No space left on device)"
+    )

@@ -121,28 +121,23 @@ def render_html(
     return page, svgs, engines, notes
 
 
+# What a report wrote in its folder, so that a later one removes only its own old graphs.
+REPORT_MANIFEST = ".sglang-tracker-report.json"
+
+
 def write_report(
     doc: Mapping[str, Any], out_dir: Path, options: ReportOptions | None = None
 ) -> WrittenReport:
-    """index.html (self-contained) and graphs/*.svg (the same graphs, to share alone)."""
-    from tracker.common.atomic import write_text_atomic
+    """index.html (self-contained) and graphs/*.svg (the same graphs, to share alone),
+    written as one set with index.html last; graphs an earlier report wrote and this one
+    does not are removed, no other file."""
+    from tracker.common.fileset import write_file_set
 
     page, svgs, engines, notes = render_html(doc, options)
-    out_dir.mkdir(parents=True, exist_ok=True)
-    index = out_dir / "index.html"
-    write_text_atomic(index, page)
-    written = []
-    graph_dir = out_dir / "graphs"
-    if svgs:
-        graph_dir.mkdir(exist_ok=True)
+    files: dict[str, str] = {"index.html": page}
     for name, svg in sorted(svgs.items()):
-        target = graph_dir / name
-        write_text_atomic(target, svg + "\n")
-        written.append(target)
-    # Graphs of an earlier run with other versions would be stale next to this index.
-    if graph_dir.is_dir():
-        for old in graph_dir.glob("*.svg"):
-            if old.name not in svgs:
-                old.unlink()
-    size = index.stat().st_size + sum(p.stat().st_size for p in written)
+        files[f"graphs/{name}"] = svg + "\n"
+    paths = write_file_set(out_dir, files, last="index.html", manifest=REPORT_MANIFEST)
+    index, written = paths[0], paths[1:]
+    size = sum(len(text.encode("utf-8")) for text in files.values())
     return WrittenReport(index, written, engines, notes, size)
