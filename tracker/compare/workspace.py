@@ -184,7 +184,10 @@ class Workspace:
         from tracker.analysis.compat import build_compat
         from tracker.analysis.loader import load_index
         from tracker.analysis.reuse import content_key, relabel
+        from tracker.extract.store import use_shipped
 
+        # The shipped facts are shipped data too: `--no-shipped` parses every file.
+        use_shipped(self.use_shipped)
         self.feedback.phase(f"reading {version} from {source.describe()}")
         tree = source.tree(version)
         index = load_index(
