@@ -7,12 +7,18 @@ one version named `local`, identified by what its files contain.
 
 from __future__ import annotations
 
+import contextlib
 import hashlib
+import json
 import os
+import time
 from collections.abc import Mapping
 from pathlib import Path
 from types import MappingProxyType
+from typing import Any
 
+from tracker.common.atomic import write_text_atomic
+from tracker.common.cachedir import cache_root
 from tracker.common.errors import NotSGLangError, SourceError, UnknownVersionError
 from tracker.sources.base import (
     Source,
@@ -125,21 +131,77 @@ def _list_python_files(root: Path) -> dict[str, str]:
     """Repo path -> content id of every regular `.py` file below `root`.
 
     Symbolic links are skipped, as the git source skips them, so a checkout read from disk
-    and the same commit read from git list the same files.
+    and the same commit read from git list the same files. A file whose size, mtime and
+    inode are those recorded at the last listing keeps its content id unread
+    (`_Listing`), so only what was edited since is read and hashed.
     """
+    listing = _Listing(root)
     files: dict[str, str] = {}
-    for folder, subfolders, names in os.walk(root):
-        subfolders[:] = sorted(name for name in subfolders if name != "__pycache__")
-        for name in names:
-            if not name.endswith(".py"):
+    todo = [root]
+    while todo:
+        folder = todo.pop()
+        try:
+            entries = list(os.scandir(folder))
+        except OSError as error:
+            raise SourceError(f"cannot read {folder}: {error.strerror}") from None
+        for entry in entries:
+            if entry.is_symlink():
                 continue
-            disk_path = Path(folder) / name
-            if disk_path.is_symlink() or not disk_path.is_file():
-                continue
-            relative = disk_path.relative_to(root).as_posix()
+            if entry.is_dir():
+                if entry.name != "__pycache__":
+                    todo.append(Path(entry.path))
+            elif entry.name.endswith(".py") and entry.is_file():
+                relative = Path(entry.path).relative_to(root).as_posix()
+                files[f"{REPO_SGLANG}/{relative}"] = listing.content_id(relative, entry)
+    listing.save()
+    return dict(sorted(files.items()))
+
+
+# A file changed less than this long before it was listed may change again within the same
+# mtime tick: its id is not remembered (git's "racy" entries).
+_RACY_SECONDS = 2.0
+
+
+class _Listing:
+    """The content ids of one directory's files at its last listing, by (size, mtime,
+    inode), in the user cache (`listings/`); a damaged or missing record is rebuilt."""
+
+    def __init__(self, root: Path) -> None:
+        self.root = str(root)
+        key = hashlib.sha1(self.root.encode(), usedforsecurity=False).hexdigest()
+        self.path = cache_root() / "listings" / f"{key}.json"
+        self.before: dict[str, list[Any]] = {}
+        self.now: dict[str, list[Any]] = {}
+        self.started = time.time()
+        try:
+            loaded = json.loads(self.path.read_text(encoding="utf-8"))
+            if isinstance(loaded, dict) and loaded.get("root") == self.root:
+                self.before = loaded["files"]
+        except (OSError, ValueError, KeyError, TypeError):
+            pass
+
+    def content_id(self, relative: str, entry: os.DirEntry[str]) -> str:
+        try:
+            info = entry.stat(follow_symlinks=False)
+        except OSError as error:
+            raise SourceError(f"cannot read {entry.path}: {error.strerror}") from None
+        stamp = [info.st_size, info.st_mtime_ns, info.st_ino]
+        known = self.before.get(relative)
+        if isinstance(known, list) and known[:3] == stamp and isinstance(known[3], str):
+            cid: str = known[3]
+        else:
             try:
-                data = disk_path.read_bytes()
+                data = Path(entry.path).read_bytes()
             except OSError as error:
-                raise SourceError(f"cannot read {disk_path}: {error.strerror}") from None
-            files[f"{REPO_SGLANG}/{relative}"] = content_id(data)
-    return files
+                raise SourceError(f"cannot read {entry.path}: {error.strerror}") from None
+            cid = content_id(data)
+        if info.st_mtime_ns / 1e9 < self.started - _RACY_SECONDS:
+            self.now[relative] = [*stamp, cid]
+        return cid
+
+    def save(self) -> None:
+        if self.now == self.before:
+            return
+        # A read-only cache costs speed, not correctness.
+        with contextlib.suppress(OSError):
+            write_text_atomic(self.path, json.dumps({"root": self.root, "files": self.now}))
