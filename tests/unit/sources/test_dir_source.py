@@ -9,9 +9,9 @@ from pathlib import Path
 import pytest
 
 from tracker.common.errors import NotSGLangError, SourceError, UnknownVersionError
+from tracker.sources import dir as dir_source
 from tracker.sources import open_source, split_spec
 from tracker.sources.base import content_id
-from tracker.sources import dir as dir_source
 from tracker.sources.dir import DirSource
 from tracker.sources.git import GitSource
 
