@@ -58,6 +58,9 @@ class Snapshot:
     compat: Compat
     # Where this copy came from ("shipped", "cache", "built"); not part of the file.
     origin: str = "built"
+    # For a tree based on a release (tracker.compare.basis): "v0.5.9 + 1 changed file";
+    # not part of the file either.
+    basis: str = ""
 
 
 def algorithms_of(*snapshots: Snapshot) -> tuple[str, ...]:

@@ -32,6 +32,7 @@ if TYPE_CHECKING:
     from tracker.analysis.interface import Interface
     from tracker.analysis.reuse import CheckMemo, ContentKey
     from tracker.compare.accepted import AcceptedBreaks
+    from tracker.compare.basis import Basis
 
 log = logging.getLogger(__name__)
 
@@ -92,6 +93,8 @@ class Workspace:
     # Snapshots found shipped or cached, by (source, version): a range first asks which
     # versions lack one, then reads them all; each file is read once.
     _found: dict[tuple[int, str], tuple[Snapshot, Path, str]] = field(default_factory=dict)
+    # The release each tree is based on, with its shipped snapshot (tracker.compare.basis).
+    _bases: dict[tuple[int, str], tuple[Basis, Snapshot] | None] = field(default_factory=dict)
 
     def mark(self, compat: Compat) -> Compat:
         """`compat` with the accepted breaks marked (the same object when none are)."""
@@ -204,7 +207,7 @@ class Workspace:
             # changes only files the analysis never loads): that answer, relabelled.
             interface, compat = relabel(*same, version)
         else:
-            interface = self._interface(version, index)
+            interface = self._interface(version, index, self.basis_of(source, version))
             # Kept with the interface, so a snapshot read from the cache says it again.
             interface.warnings.extend(file_warnings)
             compat = build_compat(index, interface, memo=self._checks)
@@ -223,14 +226,23 @@ class Workspace:
         self._analyses[memo] = analysis
         return analysis
 
-    def _interface(self, version: str, index: VersionIndex) -> Interface:
+    def _interface(
+        self, version: str, index: VersionIndex, based: tuple[Basis, Snapshot] | None = None
+    ) -> Interface:
         """The version's interface: that of an analysed version whose interface key is the
-        same (only model files differ), relabelled, or built."""
+        same (only model files differ), or of the release the tree is based on when its
+        interface key is that one's, relabelled; or built."""
         from tracker.analysis.interface import build_interface
         from tracker.analysis.reuse import interface_key, relabel_interface
 
         key = interface_key(index)
         same = self._interfaces.pop(key, None)
+        if same is None and based is not None and based[0].same_interface(index):
+            shipped = based[1].interface
+            # As built: the release's file warnings are the release's (the caller adds
+            # the tree's own).
+            warnings = [w for w in shipped.warnings if FILE_WARNING not in w]
+            same = replace(shipped, warnings=warnings)
         if same is None:
             same = build_interface(version, index)
         if len(self._interfaces) >= 8:
@@ -266,26 +278,90 @@ class Workspace:
         """The version's snapshot: shipped, cached, or built (and cached); the accepted
         breaks marked."""
         found, cache_file, digest = self._lookup(source, version)
+        based = self.basis_of(source, version)
+        label = based[0].label() if based is not None else ""
         if found is not None:
             for warning in found.interface.warnings:
                 if FILE_WARNING in warning:
                     self.feedback.warn(warning)
-            return replace(found, compat=self.mark(found.compat))
-        analysis = self.analyse(source, version)
-        snap = Snapshot(
-            version=version,
-            source=analysis.tree.identity,
-            content_digest=digest or content_digest(analysis.tree.files),
-            builder=current_builder(),
-            interface=analysis.interface,
-            compat=analysis.compat,
-        )
+            return replace(found, compat=self.mark(found.compat), basis=label)
+        snap = self._as_basis(source, version, based, digest)
+        if snap is None:
+            analysis = self.analyse(source, version)
+            snap = Snapshot(
+                version=version,
+                source=analysis.tree.identity,
+                content_digest=digest or content_digest(analysis.tree.files),
+                builder=current_builder(),
+                interface=analysis.interface,
+                compat=analysis.compat,
+            )
         if self.use_cache:
             try:
                 write_cached(cache_file, snap)
             except OSError as exc:
                 self.feedback.warn(f"could not cache the snapshot of {version}: {exc}")
-        return replace(snap, compat=self.mark(snap.compat))
+        return replace(snap, compat=self.mark(snap.compat), basis=label)
+
+    def basis_of(self, source: Source, version: str) -> tuple[Basis, Snapshot] | None:
+        """The release a tree of a git or directory source is based on, with that
+        release's shipped snapshot, when both were made by this tool (else None)."""
+        memo = (id(source), version)
+        if memo in self._bases:
+            return self._bases[memo]
+        self._bases[memo] = found = self._find_basis(source, version)
+        return found
+
+    def _find_basis(self, source: Source, version: str) -> tuple[Basis, Snapshot] | None:
+        if source.kind == "pypi" or not self.use_shipped:
+            return None
+        from tracker.compare.basis import find_basis
+        from tracker.extract import pack
+
+        shipped = pack.shipped_pack()
+        if shipped is None:
+            return None
+        try:
+            basis = find_basis(source.tree(version), shipped)
+        except pack.PackError as exc:
+            pack.reject(exc)
+            return None
+        if basis is None:
+            return None
+        snap = load_file(shipped_dir() / f"{basis.release}.json")
+        builder = current_builder()
+        if snap is None or not is_current(snap, builder) or not basis.made_by(builder):
+            return None
+        return basis, snap
+
+    def _as_basis(
+        self,
+        source: Source,
+        version: str,
+        based: tuple[Basis, Snapshot] | None,
+        digest: str,
+    ) -> Snapshot | None:
+        """The snapshot of a tree whose analysis reads exactly what its release's did: the
+        release's shipped snapshot, relabelled, without reading a file's facts."""
+        if based is None:
+            return None
+        from tracker.analysis.externals import judged_at
+        from tracker.analysis.reuse import relabel
+
+        basis, shipped = based
+        tree = source.tree(version)
+        if not basis.same_analysis(tree, [list(row) for row in judged_at(tree.pins())]):
+            return None
+        self.feedback.phase(f"{version}: the analysis of {basis.release} holds ({basis.label()})")
+        interface, compat = relabel(shipped.interface, shipped.compat, version)
+        return Snapshot(
+            version=version,
+            source=tree.identity,
+            content_digest=digest or content_digest(tree.files),
+            builder=current_builder(),
+            interface=interface,
+            compat=compat,
+        )
 
     def _lookup(self, source: Source, version: str) -> tuple[Snapshot | None, Path, str]:
         """(a usable shipped or cached snapshot or None, where a built one is cached, the
