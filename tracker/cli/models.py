@@ -13,6 +13,7 @@ from tracker.cli.options import (
     algorithm_option,
     algorithms_option,
     config_option,
+    describe_snapshot,
     emit,
     flush_warnings,
     format_option,
@@ -136,6 +137,9 @@ def check(
     doc["show_all"] = show_all or bool(models)
     doc["explain_kinds"] = explain_kinds
     doc["fix_options"] = fix_options
+    if req_snap.basis and fmt in ("text", "md"):
+        # For people only, like describe_snapshot: JSON does not depend on shipped data.
+        doc["label"] = describe_snapshot(ws, req_snap)
     flush_warnings(ws)
     emit(_check_output(doc, fmt, render_options, show_all))
     bad = {"broken"} if fail_on == "broken" else {"broken", "unknown"} if fail_on else set()
