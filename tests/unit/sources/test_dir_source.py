@@ -3,6 +3,8 @@
 from __future__ import annotations
 
 import os
+import subprocess
+import sys
 from collections.abc import Callable, Mapping
 from pathlib import Path
 
@@ -214,3 +216,25 @@ def test_a_file_edited_twice_within_one_mtime_tick_is_never_taken_as_unchanged(
     assert edited.stat().st_size == stamp.st_size
     files = DirSource(checkout).tree().files
     assert files[f"python/sglang/srt/{WORKER}"] == content_id(edited.read_bytes())
+
+
+def test_a_directory_read_outside_any_git_checkout_does_not_load_gitpython(
+    checkout: Path,
+) -> None:
+    """gitpython costs a tenth of a second to import: the default source is looked for
+    in git only when a `.git` is above the working directory."""
+    code = (
+        "import sys\n"
+        "from pathlib import Path\n"
+        "from tracker.sources import open_source, split_spec\n"
+        "default = open_source(None, None, Path.cwd())\n"
+        f"split_spec('dir:{checkout}', default)[0].tree('local')\n"
+        "print(default.kind, 'git' in sys.modules)\n"
+    )
+    env = {k: v for k, v in os.environ.items() if k != "TRACKER_REPO"}
+    env["PYTHONPATH"] = str(Path(__file__).resolve().parents[3])
+    out = subprocess.run(
+        [sys.executable, "-c", code], cwd=checkout, env=env, capture_output=True, text=True
+    )
+    assert out.returncode == 0, out.stderr
+    assert out.stdout.split() == ["pypi", "False"]
