@@ -342,12 +342,17 @@ def history(
     from tracker.compare.snapshot import algorithms_of, pick_algorithms
     from tracker.render.documents import accepted_rows, history_document, render
 
+    # One class's rows need only its own entries and checks: the others are not decoded.
+    ws.only_models(frozenset({model}))
+    if range_spec is None:
+        ws.read_shipped_while_listing()
     spec = range_spec or _full_range(ws)
     snaps = ws.snapshots(spec)
     present = {e.name: e.kind for s in snaps for e in s.compat.entries}
     if model not in present:
-        hint = suggest(model, sorted(present))
-        raise TrackerError(f"no version in {spec} registers {model}{hint}")
+        ws.only_models(None)
+        known = sorted({e.name for s in ws.snapshots(spec) for e in s.compat.entries})
+        raise TrackerError(f"no version in {spec} registers {model}{suggest(model, known)}")
     names = algorithms_of(*snaps)
     chosen = pick_algorithms(names, algorithms)
     kinds = (present[model],)

@@ -250,7 +250,9 @@ def _field(f: FieldUse) -> dict[str, Any]:
     return doc
 
 
-def from_json(text: str) -> Snapshot:
+def from_json(text: str, models: frozenset[str] | None = None) -> Snapshot:
+    """The snapshot in `text`; with `models`, only those entry classes and their checks
+    (most of a snapshot's objects are checks: a command about one model builds its own)."""
     doc = json.loads(text)
     if not isinstance(doc, dict) or doc.get("schema") != SCHEMA:
         raise ValueError("not a sglang-tracker snapshot (schema id missing or different)")
@@ -288,7 +290,7 @@ def from_json(text: str) -> Snapshot:
             a: DraftModels(d["mode"], d["evidence"]) for a, d in doc.get("draft_models", {}).items()
         },
     )
-    compat = _load_compat(version, doc, itf)
+    compat = _load_compat(version, doc, itf, models)
     return Snapshot(
         version=version,
         source=SourceIdentity(**doc["source"]),
@@ -299,9 +301,12 @@ def from_json(text: str) -> Snapshot:
     )
 
 
-def _load_compat(version: str, doc: dict[str, Any], itf: Interface) -> Compat:
+def _load_compat(
+    version: str, doc: dict[str, Any], itf: Interface, models: frozenset[str] | None = None
+) -> Compat:
     """Rebuild each check from its verdict and its class's provisions: a check covers the
-    members its algorithm requires of its role, in name order (as build_compat does)."""
+    members its algorithm requires of its role, in name order (as build_compat does).
+    With `models`, the entry classes of those names only."""
     required: dict[tuple[str, str], list[str]] = {}
     for r in itf.requirements:
         if r.status == "required":
@@ -311,6 +316,8 @@ def _load_compat(version: str, doc: dict[str, Any], itf: Interface) -> Compat:
     delegations: dict[str, list[Delegation]] = {}
     contracts: dict[str, tuple[tuple[ContractFinding, ...], str]] = {}
     for e in doc["entry_classes"]:
+        if models is not None and e["name"] not in models:
+            continue
         entries.append(
             EntryClass(
                 e["name"], e["key"], e["path"], e["line"], e["kind"], e.get("kind_evidence", "")
@@ -335,6 +342,7 @@ def _load_compat(version: str, doc: dict[str, Any], itf: Interface) -> Compat:
     verdicts = [
         (row["model"], row["role"], algorithm, status)
         for row in doc["checks"]
+        if models is None or row["model"] in models
         for algorithm, status in row["status"].items()
     ]
     order = {a: i for i, a in enumerate(itf.algorithms)}
@@ -403,10 +411,10 @@ def shipped_dir() -> Path:
     return Path(__file__).resolve().parents[2] / "snapshots"
 
 
-def load_file(path: Path) -> Snapshot | None:
+def load_file(path: Path, models: frozenset[str] | None = None) -> Snapshot | None:
     """A snapshot file, or None when it is missing, unreadable or not a snapshot."""
     try:
-        return from_json(path.read_text(encoding="utf-8"))
+        return from_json(path.read_text(encoding="utf-8"), models)
     except (OSError, ValueError, KeyError, TypeError, AttributeError):
         return None
 
@@ -423,7 +431,7 @@ def write_cached(path: Path, snap: Snapshot) -> None:
     write_text_atomic(path, f"sha256:{digest}\n{text}")
 
 
-def load_cached(path: Path) -> Snapshot | None:
+def load_cached(path: Path, models: frozenset[str] | None = None) -> Snapshot | None:
     try:
         raw = path.read_text(encoding="utf-8")
     except (OSError, UnicodeDecodeError):
@@ -432,7 +440,7 @@ def load_cached(path: Path) -> Snapshot | None:
     if head != f"sha256:{hashlib.sha256(text.encode()).hexdigest()}":
         return None
     try:
-        return from_json(text)
+        return from_json(text, models)
     except (ValueError, KeyError, TypeError, AttributeError):
         return None
 

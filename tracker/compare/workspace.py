@@ -80,6 +80,9 @@ class Workspace:
     # Breaks the user accepts (tracker.toml): marked on every snapshot this workspace hands
     # out, after the analysis and before any report, never in what is cached.
     accepted: AcceptedBreaks | None = None
+    # For a command about these entry classes only (`history MODEL`): snapshots read from
+    # the shipped set or the cache hold just their entries and checks (`only_models`).
+    models: frozenset[str] | None = None
     _analyses: dict[tuple[int, str], SourceAnalysis] = field(default_factory=dict)
     # The last few analyses by what they read (tracker.analysis.reuse), whatever the source.
     _by_content: dict[ContentKey, tuple[Interface, Compat]] = field(default_factory=dict)
@@ -95,6 +98,11 @@ class Workspace:
     _found: dict[tuple[int, str], tuple[Snapshot, Path, str]] = field(default_factory=dict)
     # The release each tree is based on, with its shipped snapshot (tracker.compare.basis).
     _bases: dict[tuple[int, str], tuple[Basis, Snapshot] | None] = field(default_factory=dict)
+
+    def only_models(self, models: frozenset[str] | None) -> None:
+        """Read only these entry classes of stored snapshots from now on (None: all)."""
+        self.models = models
+        self._found.clear()  # what was read before holds other classes, or fewer
 
     def mark(self, compat: Compat) -> Compat:
         """`compat` with the accepted breaks marked (the same object when none are)."""
@@ -138,6 +146,17 @@ class Workspace:
                 self.feedback.warn(f"{exc}; using the releases with shipped snapshots")
             return expand_range(spec, known)
         return expand_spec(self.source, spec)
+
+    def read_shipped_while_listing(self) -> None:
+        """For a command over every release of the package index: ask the index for its
+        list on another thread while the shipped snapshots are read (pip takes about a
+        second to answer; reading them, a fraction of one)."""
+        start = getattr(self.source, "start_listing", None)
+        if self.source.kind != "pypi" or not self.use_shipped or start is None:
+            return
+        start()
+        for version in shipped_versions():
+            self._lookup(self.source, version)
 
     def version_arg(self, source: Source, version: str) -> str:
         """`version` of `source` as another command takes it (`--at ...`): a directory as
@@ -395,25 +414,29 @@ class Workspace:
             # Releases on the package index never change: the shipped snapshot of a
             # release is that release's answer as long as the same tool built it.
             if self.use_shipped:
-                shipped = load_file(shipped_dir() / f"{version}.json")
+                shipped = load_file(shipped_dir() / f"{version}.json", self.models)
                 if usable(shipped) and shipped is not None and shipped.source.kind == "pypi":
                     return found(shipped, "shipped"), cache_file, ""
-            if self.use_cache and usable(cached := load_cached(cache_file)):
+            if self.use_cache and usable(cached := load_cached(cache_file, self.models)):
                 return found(cached, "cache"), cache_file, ""
             return None, cache_file, ""
         # A commit names its content: a snapshot cached for it needs no file listing.
         sha = source.commit_of(version)
         by_commit = cache_root() / "snapshots" / f"git-{sha}.json" if sha else None
-        if self.use_cache and by_commit is not None and usable(cached := load_cached(by_commit)):
+        if (
+            self.use_cache
+            and by_commit is not None
+            and usable(cached := load_cached(by_commit, self.models))
+        ):
             return found(cached, "cache"), by_commit, ""
         digest = content_digest(source.tree(version).files)
         if self.use_shipped:
             # The same files as a release: that release's shipped answer holds.
-            shipped = load_file(shipped_dir() / f"{version}.json")
+            shipped = load_file(shipped_dir() / f"{version}.json", self.models)
             if usable(shipped, digest):
                 return found(shipped, "shipped"), by_commit or Path(), digest
         cache_file = by_commit or cache_root() / "snapshots" / f"{source.kind}-{digest}.json"
-        if self.use_cache and usable(cached := load_cached(cache_file), digest):
+        if self.use_cache and usable(cached := load_cached(cache_file, self.models), digest):
             return found(cached, "cache"), cache_file, digest
         return None, cache_file, digest
 
