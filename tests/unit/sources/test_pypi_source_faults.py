@@ -337,3 +337,14 @@ def test_a_damaged_archive_from_the_index_is_rejected_and_not_cached(
     with pytest.raises(SourceError, match="damaged archive"):
         PypiSource().tree("v0.5.10")
     assert not (cache / served.name).exists()
+
+
+def test_a_listing_started_early_is_the_one_versions_answers_with(
+    index: FakeIndex, cache: Path
+) -> None:
+    source = PypiSource(cache)
+    source.start_listing()
+    source.start_listing()  # asked once, however often it is started
+    listed = source.versions()
+    assert listed == PypiSource(cache).versions()  # what a plain listing gives
+    assert len(index.calls("index versions")) == 2  # one each, none twice
