@@ -96,8 +96,10 @@ class Workspace:
     # Snapshots found shipped or cached, by (source, version): a range first asks which
     # versions lack one, then reads them all; each file is read once.
     _found: dict[tuple[int, str], tuple[Snapshot, Path, str]] = field(default_factory=dict)
-    # The release each tree is based on, with its shipped snapshot (tracker.compare.basis).
-    _bases: dict[tuple[int, str], tuple[Basis, Snapshot] | None] = field(default_factory=dict)
+    # The release each tree is based on (tracker.compare.basis), and the shipped snapshots
+    # of those releases that may be reused (None: made by another tool).
+    _bases: dict[tuple[int, str], Basis | None] = field(default_factory=dict)
+    _release_snapshots: dict[str, Snapshot | None] = field(default_factory=dict)
 
     def only_models(self, models: frozenset[str] | None) -> None:
         """Read only these entry classes of stored snapshots from now on (None: all)."""
@@ -226,7 +228,7 @@ class Workspace:
             # changes only files the analysis never loads): that answer, relabelled.
             interface, compat = relabel(*same, version)
         else:
-            interface = self._interface(version, index, self.basis_of(source, version))
+            interface = self._interface(version, index, self.reusable_basis(source, version))
             # Kept with the interface, so a snapshot read from the cache says it again.
             interface.warnings.extend(file_warnings)
             compat = build_compat(index, interface, memo=self._checks)
@@ -297,14 +299,14 @@ class Workspace:
         """The version's snapshot: shipped, cached, or built (and cached); the accepted
         breaks marked."""
         found, cache_file, digest = self._lookup(source, version)
-        based = self.basis_of(source, version)
-        label = based[0].label() if based is not None else ""
+        basis = self.basis_of(source, version)
+        label = basis.label() if basis is not None else ""
         if found is not None:
             for warning in found.interface.warnings:
                 if FILE_WARNING in warning:
                     self.feedback.warn(warning)
             return replace(found, compat=self.mark(found.compat), basis=label)
-        snap = self._as_basis(source, version, based, digest)
+        snap = self._as_basis(source, version, digest)
         if snap is None:
             analysis = self.analyse(source, version)
             snap = Snapshot(
@@ -322,16 +324,15 @@ class Workspace:
                 self.feedback.warn(f"could not cache the snapshot of {version}: {exc}")
         return replace(snap, compat=self.mark(snap.compat), basis=label)
 
-    def basis_of(self, source: Source, version: str) -> tuple[Basis, Snapshot] | None:
-        """The release a tree of a git or directory source is based on, with that
-        release's shipped snapshot, when both were made by this tool (else None)."""
+    def basis_of(self, source: Source, version: str) -> Basis | None:
+        """The release a tree of a git or directory source is based on (its label is
+        shown whatever built the pack's notes), or None."""
         memo = (id(source), version)
-        if memo in self._bases:
-            return self._bases[memo]
-        self._bases[memo] = found = self._find_basis(source, version)
-        return found
+        if memo not in self._bases:
+            self._bases[memo] = self._find_basis(source, version)
+        return self._bases[memo]
 
-    def _find_basis(self, source: Source, version: str) -> tuple[Basis, Snapshot] | None:
+    def _find_basis(self, source: Source, version: str) -> Basis | None:
         if source.kind == "pypi" or not self.use_shipped:
             return None
         from tracker.compare.basis import find_basis
@@ -341,27 +342,29 @@ class Workspace:
         if shipped is None:
             return None
         try:
-            basis = find_basis(source.tree(version), shipped)
+            return find_basis(source.tree(version), shipped)
         except pack.PackError as exc:
             pack.reject(exc)
             return None
+
+    def reusable_basis(self, source: Source, version: str) -> tuple[Basis, Snapshot] | None:
+        """The tree's release with that release's shipped snapshot, when both the snapshot
+        and the pack's notes on its analysis were made by this tool: what may be reused."""
+        basis = self.basis_of(source, version)
         if basis is None:
             return None
-        snap = load_file(shipped_dir() / f"{basis.release}.json")
-        builder = current_builder()
-        if snap is None or not is_current(snap, builder) or not basis.made_by(builder):
-            return None
-        return basis, snap
+        if basis.release not in self._release_snapshots:
+            snap = load_file(shipped_dir() / f"{basis.release}.json")
+            builder = current_builder()
+            usable = snap is not None and is_current(snap, builder) and basis.made_by(builder)
+            self._release_snapshots[basis.release] = snap if usable else None
+        found = self._release_snapshots[basis.release]
+        return (basis, found) if found is not None else None
 
-    def _as_basis(
-        self,
-        source: Source,
-        version: str,
-        based: tuple[Basis, Snapshot] | None,
-        digest: str,
-    ) -> Snapshot | None:
+    def _as_basis(self, source: Source, version: str, digest: str) -> Snapshot | None:
         """The snapshot of a tree whose analysis reads exactly what its release's did: the
         release's shipped snapshot, relabelled, without reading a file's facts."""
+        based = self.reusable_basis(source, version)
         if based is None:
             return None
         from tracker.analysis.externals import judged_at
