@@ -174,22 +174,25 @@ def _du(path: Path) -> float:
     return int(out.stdout.split()[0]) / 1024
 
 
-def one_run(number: int, tool: bench.Tool, tree: Path, fork: Path) -> dict[str, Any]:
+def one_run(number: int, tool: bench.Tool, tree: Path, fork: Path, cwd: Path) -> dict[str, Any]:
+    """One run of each measurement; the commands run in `cwd`, a directory outside any git
+    checkout, as a user's shell would be (inside one, the tool also asks git whether that
+    checkout is SGLang, which costs gitpython's import)."""
     run: dict[str, Any] = {"run": number, "loadavg_before": list(os.getloadavg())}
     check = [*tool.argv, "check", f"dir:{tree}", "-a", "EAGLE3", "-m", MODEL, "-q"]
     with bench.scratch_cache(keep=False) as cache:
         env = tool.env(cache)
-        run["seed_cold"] = asdict(bench.measure(check, cwd=tool.home, env=env))
-        run["seed_warm"] = asdict(bench.measure(check, cwd=tool.home, env=env))
+        run["seed_cold"] = asdict(bench.measure(check, cwd=cwd, env=env))
+        run["seed_warm"] = asdict(bench.measure(check, cwd=cwd, env=env))
         _insert_after_class_line(tree / KIMI, EDIT)
         try:
-            run["seed_edited"] = asdict(bench.measure(check, cwd=tool.home, env=env))
+            run["seed_edited"] = asdict(bench.measure(check, cwd=cwd, env=env))
         finally:
             source = (tree / KIMI).read_text()
             (tree / KIMI).write_text(source.replace(EDIT, "", 1))
     fork_check = [*tool.argv, "check", "HEAD", "-a", "EAGLE3", "--repo", str(fork), "-q"]
     with bench.scratch_cache(keep=False) as cache:
-        run["fork_cold"] = asdict(bench.measure(fork_check, cwd=tool.home, env=tool.env(cache)))
+        run["fork_cold"] = asdict(bench.measure(fork_check, cwd=cwd, env=tool.env(cache)))
     for key in ("seed_cold", "seed_warm", "seed_edited", "fork_cold"):
         print(f"  [{number}] {key:<12} {run[key]['seconds']:.2f} s", flush=True)
     return run
@@ -272,7 +275,10 @@ def main(argv: list[str] | None = None) -> int:
         fork_changed = fork_repo(repo, work / "fork")
         parse = parse_seconds(tree, changed)
         print(f"tool {tool.version} ({tool.fingerprint}); pack {pack}", flush=True)
-        runs = [one_run(n, tool, tree, work / "fork") for n in range(1, options.runs + 1)]
+        with tempfile.TemporaryDirectory(prefix="tracker-seed-cwd-") as cwd:
+            runs = [
+                one_run(n, tool, tree, work / "fork", Path(cwd)) for n in range(1, options.runs + 1)
+            ]
         size = installed_size(tool, work)
     finally:
         shutil.rmtree(work, ignore_errors=True)
