@@ -7,14 +7,15 @@ parsed. The pack also carries named JSON documents that the stages above write a
 
 Layout (all JSON is UTF-8, zlib-compressed):
 
-    b"TFPACK1\\n"  header length (8 bytes, big endian)  header  sha256(header) (32 bytes)
-    body: one zlib stream per entry, at the offsets the header gives
+    b"TFPACK1\n"  header length (8 bytes, big endian)  header  sha256(header) (32 bytes)
+    body: one zlib stream per group and per named document, at the offsets the header gives
 
-The header holds the key (query-set hash, FACTS_FORMAT, codec version and row layout), and
-for each (content id, pass) and each named document the entry's offset, length and
-sha256. A pack whose key is not this tool's is ignored (never misread, as a stale snapshot
-is); one whose header or entry fails its hash is rejected, with one warning, and the files
-are parsed instead.
+The header holds the key (query-set hash, FACTS_FORMAT, codec version and row layout), the
+group of each (pass, content id), and each group's and document's offset, length and
+sha256. A group holds a few versions of one path: one JSON row a line, each distinct row
+once, after a first line saying which rows make each entry. A pack whose key is not this
+tool's is ignored (never misread, as a stale snapshot is); one whose header or group fails
+its hash is rejected, with one warning, and the files are parsed instead.
 """
 
 from __future__ import annotations
@@ -22,6 +23,7 @@ from __future__ import annotations
 import hashlib
 import json
 import logging
+import mmap
 import zlib
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
@@ -59,8 +61,6 @@ def pack_key() -> dict[str, Any]:
 
 # (offset, length, sha256 hex) of one blob in the body
 Where = tuple[int, int, str]
-# (group number, the group's rows it is made of, as runs: start, count, start, count, ...)
-Entry = tuple[int, tuple[int, ...]]
 
 
 @dataclass
@@ -69,12 +69,12 @@ class Pack:
 
     path: Path
     key: dict[str, Any]
-    # By pass ("full" or "defs"), then content id.
-    entries: dict[str, dict[str, Entry]]
+    # By pass ("full" or "defs"), then content id: the number of the group holding it.
+    entries: dict[str, dict[str, int]]
     groups: list[Where]
     documents: dict[str, Where]
     body_start: int
-    _data: bytes | None = field(default=None, repr=False)
+    _data: mmap.mmap | None = field(default=None, repr=False)
 
     def has(self, content_id: str, full: bool) -> bool:
         return content_id in self.entries["full" if full else "defs"]
@@ -82,18 +82,19 @@ class Pack:
     def facts(self, content_id: str, full: bool) -> ModuleFacts | None:
         """The facts of one blob read in that pass, None when the pack has none.
         Raises PackError when the entry is damaged."""
-        entry = self.entries["full" if full else "defs"].get(content_id)
-        if entry is None:
+        kind = "full" if full else "defs"
+        number = self.entries[kind].get(content_id)
+        if number is None:
             return None
-        number, runs = entry
         lines = self._raw(self.groups[number], f"entry {content_id}").split(b"\n")
         try:
+            runs = json.loads(lines[0])[f"{kind}:{content_id}"]
             wanted = b",".join(
                 b",".join(lines[at : at + count])
                 for at, count in zip(runs[::2], runs[1::2], strict=True)
             )
             facts = codec.decode(json.loads(b"[" + wanted + b"]"))
-        except (codec.CodecError, IndexError, TypeError, ValueError) as exc:
+        except (codec.CodecError, IndexError, KeyError, TypeError, ValueError) as exc:
             raise PackError(f"entry {content_id} cannot be read ({exc})") from None
         if facts.content_id != content_id or facts.definitions_only == full:
             raise PackError(f"entry {content_id} holds the facts of another file")
@@ -121,11 +122,15 @@ class Pack:
         except zlib.error as exc:
             raise PackError(f"{what} cannot be read ({exc})") from None
 
-    def _bytes(self) -> bytes:
-        # Read whole on first use: one read of a few MB beats a seek per entry, and the
-        # page cache holds it across runs.
+    def _bytes(self) -> mmap.mmap:
+        # Mapped, not read: a command touches a few MB of the file's 20, and the page cache
+        # holds them across runs. A slice of the map is bytes.
         if self._data is None:
-            self._data = self.path.read_bytes()
+            try:
+                with self.path.open("rb") as handle:
+                    self._data = mmap.mmap(handle.fileno(), 0, access=mmap.ACCESS_READ)
+            except (OSError, ValueError) as exc:  # ValueError: an empty file
+                raise PackError(f"cannot be read ({exc})") from None
         return self._data
 
 
@@ -155,10 +160,7 @@ def open_pack(path: Path) -> Pack | None:
         log.debug("facts pack %s is for other facts (%s); not used", path, key)
         return None
     try:
-        entries = {
-            kind: {cid: (int(g), tuple(runs)) for cid, (g, runs) in doc["entries"][kind].items()}
-            for kind in _PASSES
-        }
+        entries = {kind: dict(doc["entries"][kind]) for kind in _PASSES}
         groups = [_where(w) for w in doc["groups"]]
         documents = {name: _where(w) for name, w in doc["documents"].items()}
     except (KeyError, TypeError, ValueError, AttributeError) as exc:
@@ -208,7 +210,7 @@ def write_pack(
     by_path: dict[str, dict[tuple[str, bool], ModuleFacts]] = {}
     for item in facts:
         by_path.setdefault(item.path, {}).setdefault((item.content_id, item.definitions_only), item)
-    entries: dict[str, dict[str, tuple[int, list[int]]]] = {kind: {} for kind in _PASSES}
+    entries: dict[str, dict[str, int]] = {kind: {} for kind in _PASSES}
     body: list[bytes] = []
     size = [0]  # of the body so far
 
@@ -222,17 +224,20 @@ def write_pack(
     for item_path in sorted(by_path):
         versions = [(k, v) for k, v in by_path[item_path].items()]
         for first in range(0, len(versions), span):
+            # Row ids count from 1: line 0 of the group says which rows make each entry.
             table: dict[str, int] = {}
+            runs: dict[str, list[int]] = {}
             for (cid, defs_only), item in versions[first : first + span]:
                 kind = "defs" if defs_only else "full"
                 if cid in entries[kind]:
                     continue  # the same blob at another path
-                ids = [table.setdefault(_dumps(row), len(table)) for row in codec.encode(item)]
-                entries[kind][cid] = (len(groups), _runs(ids))
+                ids = [table.setdefault(_dumps(row), len(table) + 1) for row in codec.encode(item)]
+                entries[kind][cid] = len(groups)
+                runs[f"{kind}:{cid}"] = _runs(ids)
             if table:
                 # One row a line (JSON text has no raw newline): a reader parses only the
                 # rows of the entry it wants.
-                groups.append(add("\n".join(table).encode()))
+                groups.append(add("\n".join([_dumps(runs), *table]).encode()))
     where = {name: add(_dumps(documents[name]).encode()) for name in sorted(documents)}
     doc = {"key": pack_key(), "entries": entries, "groups": groups, "documents": where}
     header = zlib.compress(_dumps(doc).encode(), 9)
