@@ -94,10 +94,11 @@ class Basis:
     notes: Mapping[str, Any]
 
     def label(self) -> str:
-        """`v0.5.9 + 1 changed file`: what a report's header says of the tree."""
+        """`v0.5.9 + 1 changed file`: what a report's header says of the tree (files under
+        `srt/`, the part the analysis reads from)."""
         count = len(self.changed)
         if not count:
-            return f"the files of {self.release}"
+            return f"{self.release}, no srt/ file changed"
         return f"{self.release} + {count} changed file{'' if count == 1 else 's'}"
 
     def made_by(self, builder: Builder) -> bool:
