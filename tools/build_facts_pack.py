@@ -18,7 +18,7 @@ from tracker.analysis.loader import load_index
 from tracker.compare.basis import INDEX_DOCUMENT, release_document, release_index, release_notes
 from tracker.compare.snapshot import current_builder
 from tracker.extract.facts import ModuleFacts
-from tracker.extract.pack import shipped_pack_path, write_pack
+from tracker.extract.pack import PACK_NAME, write_pack
 from tracker.extract.store import use_shipped
 from tracker.sources import open_source
 from tracker.sources.base import Source
@@ -48,12 +48,17 @@ def build_pack(source: Source, versions: list[str], out: Path) -> tuple[int, int
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("range", nargs="?", help="releases, e.g. v0.5.8..v0.5.9 (default: all)")
-    parser.add_argument("--out", type=Path, default=None, help="default: the shipped pack")
+    parser.add_argument(
+        "--out",
+        type=Path,
+        default=ROOT / "tracker" / "data" / PACK_NAME,
+        help="default: the checkout's tracker/data/facts.pack",
+    )
     options = parser.parse_args(argv)
     source = open_source("pypi", None, ROOT)
     known = source.versions()
     wanted = expand_range(options.range, known) if options.range else known
-    out = options.out or shipped_pack_path()
+    out = options.out
     started = time.monotonic()
     entries, size = build_pack(source, wanted, out)
     print(

@@ -19,7 +19,7 @@ from build_facts_pack import build_pack
 
 from tracker.compare.snapshot import write_file
 from tracker.compare.workspace import Workspace
-from tracker.extract.pack import shipped_pack_path
+from tracker.extract.pack import PACK_NAME
 from tracker.sources import open_source
 from tracker.sources.versions import expand_range
 
@@ -39,7 +39,8 @@ def main(argv: list[str]) -> int:
             write_file(out / f"{snap.version}.json", snap)
     print(f"{len(wanted)} snapshots in {time.monotonic() - started:.0f}s")
     started = time.monotonic()
-    entries, size = build_pack(source, known, shipped_pack_path())
+    # The checkout's, as for the snapshots: not wherever the package happens to be installed.
+    entries, size = build_pack(source, known, ROOT / "tracker" / "data" / PACK_NAME)
     print(
         f"facts pack: {entries} entries from {len(known)} releases, {size / 1e6:.1f} MB, "
         f"in {time.monotonic() - started:.0f}s"
