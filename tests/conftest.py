@@ -16,6 +16,7 @@ from pathlib import Path
 import pytest
 
 from bench.build_replay_repo import ReplayHistory, replay_trees
+from tracker.extract import pack, store
 from tracker.sources import clear_memo
 from tracker.sources.base import VersionTree
 from tracker.sources.pypi import PypiSource
@@ -51,8 +52,14 @@ def _isolated_environment(
         monkeypatch.setenv(f"GIT_{role}_NAME", "Test")
         monkeypatch.setenv(f"GIT_{role}_EMAIL", "test@example.invalid")
     clear_memo()
+    # The shipped facts are on unless a test (or a workspace it made) turns them off; the
+    # pack is opened afresh, so a test that swapped it leaves nothing behind.
+    store.use_shipped(True)
+    pack.forget_shipped()
     yield
     clear_memo()  # closes the git helper processes of the sources the test opened
+    store.use_shipped(True)
+    pack.forget_shipped()
 
 
 # -- throwaway git repositories --------------------------------------------------------------

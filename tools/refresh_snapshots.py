@@ -1,8 +1,10 @@
-"""Rebuild the shipped snapshots (`snapshots/<tag>.json`) from the released archives.
+"""Rebuild the shipped snapshots (`snapshots/<tag>.json`) and the facts pack
+(`tracker/data/facts.pack`) from the released archives.
 
 Run after any change to the queries, the role rules or the analysis code: the snapshots
-record which builder made them, and a stale one is ignored (and fails the test that
-compares shipped snapshots with fresh ones).
+and the pack record which builder made them, and a stale one is ignored (and fails the
+test that compares shipped snapshots with fresh ones). The pack always covers every
+release (its facts are cached by then, so this costs a minute, not a parse).
 
     python tools/refresh_snapshots.py [RANGE]     # default: every release the index lists
 """
@@ -13,8 +15,11 @@ import sys
 import time
 from pathlib import Path
 
+from build_facts_pack import build_pack
+
 from tracker.compare.snapshot import write_file
 from tracker.compare.workspace import Workspace
+from tracker.extract.pack import PACK_NAME
 from tracker.sources import open_source
 from tracker.sources.versions import expand_range
 
@@ -33,6 +38,13 @@ def main(argv: list[str]) -> int:
         if snap.version in wanted:
             write_file(out / f"{snap.version}.json", snap)
     print(f"{len(wanted)} snapshots in {time.monotonic() - started:.0f}s")
+    started = time.monotonic()
+    # The checkout's, as for the snapshots: not wherever the package happens to be installed.
+    entries, size = build_pack(source, known, ROOT / "tracker" / "data" / PACK_NAME)
+    print(
+        f"facts pack: {entries} entries from {len(known)} releases, {size / 1e6:.1f} MB, "
+        f"in {time.monotonic() - started:.0f}s"
+    )
     return 0
 
 

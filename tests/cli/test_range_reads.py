@@ -23,9 +23,9 @@ def test_a_range_of_shipped_releases_reads_each_snapshot_file_once(
     reads: Counter[str] = Counter()
     real_load = workspace_module.load_file
 
-    def counting(path: Path) -> Any:
+    def counting(path: Path, models: frozenset[str] | None = None) -> Any:
         reads[path.name] += 1
-        return real_load(path)
+        return real_load(path, models)
 
     monkeypatch.setattr(workspace_module, "load_file", counting)
     ws = Workspace(open_source("pypi", None, Path.cwd()))

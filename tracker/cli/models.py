@@ -13,6 +13,7 @@ from tracker.cli.options import (
     algorithm_option,
     algorithms_option,
     config_option,
+    describe_snapshot,
     emit,
     emit_lines,
     flush_warnings,
@@ -149,6 +150,9 @@ def check(
     doc["show_all"] = show_all or bool(models)
     doc["explain_kinds"] = explain_kinds
     doc["fix_options"] = fix_options
+    if req_snap.basis and fmt in ("text", "md"):
+        # For people only, like describe_snapshot: JSON does not depend on shipped data.
+        doc["label"] = describe_snapshot(ws, req_snap)
     flush_warnings(ws)
     emit(_check_output(doc, fmt, render_options, show_all, compat))
     bad = {"broken"} if fail_on == "broken" else {"broken", "unknown"} if fail_on else set()
@@ -359,12 +363,17 @@ def history(
     from tracker.compare.snapshot import algorithms_of, aliases_of, pick_algorithms
     from tracker.render.documents import accepted_rows, history_document, render
 
+    # One class's rows need only its own entries and checks: the others are not decoded.
+    ws.only_models(frozenset({model}))
+    if range_spec is None:
+        ws.read_shipped_while_listing()
     spec = range_spec or _full_range(ws)
     snaps = ws.snapshots(spec)
     present = {e.name: e.kind for s in snaps for e in s.compat.entries}
     if model not in present:
-        hint = suggest(model, sorted(present))
-        raise TrackerError(f"no version in {spec} registers {model}{hint}")
+        ws.only_models(None)
+        known = sorted({e.name for s in ws.snapshots(spec) for e in s.compat.entries})
+        raise TrackerError(f"no version in {spec} registers {model}{suggest(model, known)}")
     names = algorithms_of(*snaps)
     chosen = pick_algorithms(names, algorithms, aliases=aliases_of(*snaps), note=note_line)
     kinds = (present[model],)

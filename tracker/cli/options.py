@@ -280,6 +280,8 @@ def describe_snapshot(ws: Workspace, snap: Any, fmt: str = "text") -> str:
     source = _source_of(ws, snap)
     if fmt == "json":
         return source
+    if snap.basis:
+        return f"{source} ({snap.basis})"
     origin = {"shipped": "shipped snapshot", "cache": "cached"}.get(snap.origin, "analysed")
     return f"{source} ({origin})"
 

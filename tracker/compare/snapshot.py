@@ -61,6 +61,9 @@ class Snapshot:
     compat: Compat
     # Where this copy came from ("shipped", "cache", "built"); not part of the file.
     origin: str = "built"
+    # For a tree based on a release (tracker.compare.basis): "v0.5.9 + 1 changed file";
+    # not part of the file either.
+    basis: str = ""
 
 
 def algorithms_of(*snapshots: Snapshot) -> tuple[str, ...]:
@@ -286,7 +289,9 @@ def _field(f: FieldUse) -> dict[str, Any]:
     return doc
 
 
-def from_json(text: str) -> Snapshot:
+def from_json(text: str, models: frozenset[str] | None = None) -> Snapshot:
+    """The snapshot in `text`; with `models`, only those entry classes and their checks
+    (most of a snapshot's objects are checks: a command about one model builds its own)."""
     doc = json.loads(text)
     if not isinstance(doc, dict) or doc.get("schema") != SCHEMA:
         raise ValueError("not a sglang-tracker snapshot (schema id missing or different)")
@@ -330,7 +335,7 @@ def from_json(text: str) -> Snapshot:
             for n, d in doc.get("draft_classes", {}).items()
         },
     )
-    compat = _load_compat(version, doc, itf)
+    compat = _load_compat(version, doc, itf, models)
     return Snapshot(
         version=version,
         source=SourceIdentity(**doc["source"]),
@@ -341,9 +346,12 @@ def from_json(text: str) -> Snapshot:
     )
 
 
-def _load_compat(version: str, doc: dict[str, Any], itf: Interface) -> Compat:
+def _load_compat(
+    version: str, doc: dict[str, Any], itf: Interface, models: frozenset[str] | None = None
+) -> Compat:
     """Rebuild each check from its verdict and its class's provisions: a check covers the
-    members its algorithm requires of its role, in name order (as build_compat does)."""
+    members its algorithm requires of its role, in name order (as build_compat does).
+    With `models`, the entry classes of those names only."""
     required: dict[tuple[str, str], list[str]] = {}
     for r in itf.requirements:
         if r.status == "required":
@@ -354,6 +362,8 @@ def _load_compat(version: str, doc: dict[str, Any], itf: Interface) -> Compat:
     delegations: dict[str, list[Delegation]] = {}
     contracts: dict[str, tuple[tuple[ContractFinding, ...], str]] = {}
     for e in doc["entry_classes"]:
+        if models is not None and e["name"] not in models:
+            continue
         entries.append(
             EntryClass(
                 e["name"],
@@ -395,6 +405,7 @@ def _load_compat(version: str, doc: dict[str, Any], itf: Interface) -> Compat:
     verdicts = [
         (row["model"], row["role"], algorithm, status)
         for row in doc["checks"]
+        if models is None or row["model"] in models
         for algorithm, status in row["status"].items()
     ]
     order = {a: i for i, a in enumerate(itf.algorithms)}
@@ -479,10 +490,10 @@ def shipped_dir() -> Path:
     return Path(__file__).resolve().parents[2] / "snapshots"
 
 
-def load_file(path: Path) -> Snapshot | None:
+def load_file(path: Path, models: frozenset[str] | None = None) -> Snapshot | None:
     """A snapshot file, or None when it is missing, unreadable or not a snapshot."""
     try:
-        return from_json(read_regular_text(path))
+        return from_json(read_regular_text(path), models)
     except (OSError, ValueError, KeyError, TypeError, AttributeError):
         return None
 
@@ -525,7 +536,7 @@ def write_cached(path: Path, snap: Snapshot) -> None:
     write_text_atomic(path, f"sha256:{digest}\n{text}")
 
 
-def load_cached(path: Path) -> Snapshot | None:
+def load_cached(path: Path, models: frozenset[str] | None = None) -> Snapshot | None:
     try:
         raw = read_regular_text(path)
     except (OSError, UnicodeDecodeError):
@@ -534,7 +545,7 @@ def load_cached(path: Path) -> Snapshot | None:
     if head != f"sha256:{hashlib.sha256(text.encode()).hexdigest()}":
         return None
     try:
-        return from_json(text)
+        return from_json(text, models)
     except (ValueError, KeyError, TypeError, AttributeError):
         return None
 

@@ -32,6 +32,7 @@ if TYPE_CHECKING:
     from tracker.analysis.interface import Interface
     from tracker.analysis.reuse import CheckMemo, ContentKey
     from tracker.compare.accepted import AcceptedBreaks
+    from tracker.compare.basis import Basis
 
 log = logging.getLogger(__name__)
 
@@ -79,6 +80,9 @@ class Workspace:
     # Breaks the user accepts (tracker.toml): marked on every snapshot this workspace hands
     # out, after the analysis and before any report, never in what is cached.
     accepted: AcceptedBreaks | None = None
+    # For a command about these entry classes only (`history MODEL`): snapshots read from
+    # the shipped set or the cache hold just their entries and checks (`only_models`).
+    models: frozenset[str] | None = None
     _analyses: dict[tuple[int, str], SourceAnalysis] = field(default_factory=dict)
     # The last few analyses by what they read (tracker.analysis.reuse), whatever the source.
     _by_content: dict[ContentKey, tuple[Interface, Compat]] = field(default_factory=dict)
@@ -92,6 +96,15 @@ class Workspace:
     # Snapshots found shipped or cached, by (source, version): a range first asks which
     # versions lack one, then reads them all; each file is read once.
     _found: dict[tuple[int, str], tuple[Snapshot, Path, str]] = field(default_factory=dict)
+    # The release each tree is based on (tracker.compare.basis), and the shipped snapshots
+    # of those releases that may be reused (None: made by another tool).
+    _bases: dict[tuple[int, str], Basis | None] = field(default_factory=dict)
+    _release_snapshots: dict[str, Snapshot | None] = field(default_factory=dict)
+
+    def only_models(self, models: frozenset[str] | None) -> None:
+        """Read only these entry classes of stored snapshots from now on (None: all)."""
+        self.models = models
+        self._found.clear()  # what was read before holds other classes, or fewer
 
     def mark(self, compat: Compat) -> Compat:
         """`compat` with the accepted breaks marked (the same object when none are)."""
@@ -135,6 +148,17 @@ class Workspace:
                 self.feedback.warn(f"{exc}; using the releases with shipped snapshots")
             return expand_range(spec, known)
         return expand_spec(self.source, spec)
+
+    def read_shipped_while_listing(self) -> None:
+        """For a command over every release of the package index: ask the index for its
+        list on another thread while the shipped snapshots are read (pip takes about a
+        second to answer; reading them, a fraction of one)."""
+        start = getattr(self.source, "start_listing", None)
+        if self.source.kind != "pypi" or not self.use_shipped or start is None:
+            return
+        start()
+        for version in shipped_versions():
+            self._lookup(self.source, version)
 
     def version_arg(self, source: Source, version: str) -> str:
         """`version` of `source` as another command takes it (`--at ...`): a directory as
@@ -184,7 +208,10 @@ class Workspace:
         from tracker.analysis.compat import build_compat
         from tracker.analysis.loader import load_index
         from tracker.analysis.reuse import content_key, relabel
+        from tracker.extract.store import use_shipped
 
+        # The shipped facts are shipped data too: `--no-shipped` parses every file.
+        use_shipped(self.use_shipped)
         self.feedback.phase(f"reading {version} from {source.describe()}")
         tree = source.tree(version)
         index = load_index(
@@ -201,7 +228,7 @@ class Workspace:
             # changes only files the analysis never loads): that answer, relabelled.
             interface, compat = relabel(*same, version)
         else:
-            interface = self._interface(version, index)
+            interface = self._interface(version, index, self.reusable_basis(source, version))
             # Kept with the interface, so a snapshot read from the cache says it again.
             interface.warnings.extend(file_warnings)
             compat = build_compat(index, interface, memo=self._checks)
@@ -220,14 +247,23 @@ class Workspace:
         self._analyses[memo] = analysis
         return analysis
 
-    def _interface(self, version: str, index: VersionIndex) -> Interface:
+    def _interface(
+        self, version: str, index: VersionIndex, based: tuple[Basis, Snapshot] | None = None
+    ) -> Interface:
         """The version's interface: that of an analysed version whose interface key is the
-        same (only model files differ), relabelled, or built."""
+        same (only model files differ), or of the release the tree is based on when its
+        interface key is that one's, relabelled; or built."""
         from tracker.analysis.interface import build_interface
         from tracker.analysis.reuse import interface_key, relabel_interface
 
         key = interface_key(index)
         same = self._interfaces.pop(key, None)
+        if same is None and based is not None and based[0].same_interface(index):
+            shipped = based[1].interface
+            # As built: the release's file warnings are the release's (the caller adds
+            # the tree's own).
+            warnings = [w for w in shipped.warnings if FILE_WARNING not in w]
+            same = replace(shipped, warnings=warnings)
         if same is None:
             same = build_interface(version, index)
         if len(self._interfaces) >= 8:
@@ -263,26 +299,91 @@ class Workspace:
         """The version's snapshot: shipped, cached, or built (and cached); the accepted
         breaks marked."""
         found, cache_file, digest = self._lookup(source, version)
+        basis = self.basis_of(source, version)
+        label = basis.label() if basis is not None else ""
         if found is not None:
             for warning in found.interface.warnings:
                 if FILE_WARNING in warning:
                     self.feedback.warn(warning)
-            return replace(found, compat=self.mark(found.compat))
-        analysis = self.analyse(source, version)
-        snap = Snapshot(
-            version=version,
-            source=analysis.tree.identity,
-            content_digest=digest or content_digest(analysis.tree.files),
-            builder=current_builder(),
-            interface=analysis.interface,
-            compat=analysis.compat,
-        )
+            return replace(found, compat=self.mark(found.compat), basis=label)
+        snap = self._as_basis(source, version, digest)
+        if snap is None:
+            analysis = self.analyse(source, version)
+            snap = Snapshot(
+                version=version,
+                source=analysis.tree.identity,
+                content_digest=digest or content_digest(analysis.tree.files),
+                builder=current_builder(),
+                interface=analysis.interface,
+                compat=analysis.compat,
+            )
         if self.use_cache:
             try:
                 write_cached(cache_file, snap)
             except OSError as exc:
                 cannot_write_cache(cache_file.parent, exc)
-        return replace(snap, compat=self.mark(snap.compat))
+        return replace(snap, compat=self.mark(snap.compat), basis=label)
+
+    def basis_of(self, source: Source, version: str) -> Basis | None:
+        """The release a tree of a git or directory source is based on (its label is
+        shown whatever built the pack's notes), or None."""
+        memo = (id(source), version)
+        if memo not in self._bases:
+            self._bases[memo] = self._find_basis(source, version)
+        return self._bases[memo]
+
+    def _find_basis(self, source: Source, version: str) -> Basis | None:
+        if source.kind == "pypi" or not self.use_shipped:
+            return None
+        from tracker.compare.basis import find_basis
+        from tracker.extract import pack
+
+        shipped = pack.shipped_pack()
+        if shipped is None:
+            return None
+        try:
+            return find_basis(source.tree(version), shipped)
+        except pack.PackError as exc:
+            pack.reject(exc)
+            return None
+
+    def reusable_basis(self, source: Source, version: str) -> tuple[Basis, Snapshot] | None:
+        """The tree's release with that release's shipped snapshot, when both the snapshot
+        and the pack's notes on its analysis were made by this tool: what may be reused."""
+        basis = self.basis_of(source, version)
+        if basis is None:
+            return None
+        if basis.release not in self._release_snapshots:
+            snap = load_file(shipped_dir() / f"{basis.release}.json")
+            builder = current_builder()
+            usable = snap is not None and is_current(snap, builder) and basis.made_by(builder)
+            self._release_snapshots[basis.release] = snap if usable else None
+        found = self._release_snapshots[basis.release]
+        return (basis, found) if found is not None else None
+
+    def _as_basis(self, source: Source, version: str, digest: str) -> Snapshot | None:
+        """The snapshot of a tree whose analysis reads exactly what its release's did: the
+        release's shipped snapshot, relabelled, without reading a file's facts."""
+        based = self.reusable_basis(source, version)
+        if based is None:
+            return None
+        from tracker.analysis.externals import judged_at
+        from tracker.analysis.reuse import relabel
+
+        basis, shipped = based
+        tree = source.tree(version)
+        if not basis.same_analysis(tree, [list(row) for row in judged_at(tree.pins())]):
+            return None
+        self.feedback.phase(f"{version}: the analysis of {basis.release} holds ({basis.label()})")
+        interface, compat = relabel(shipped.interface, shipped.compat, version)
+        return Snapshot(
+            version=version,
+            source=tree.identity,
+            content_digest=digest or content_digest(tree.files),
+            builder=current_builder(),
+            interface=interface,
+            compat=compat,
+        )
 
     def _lookup(self, source: Source, version: str) -> tuple[Snapshot | None, Path, str]:
         """(a usable shipped or cached snapshot or None, where a built one is cached, the
@@ -316,25 +417,29 @@ class Workspace:
             # Releases on the package index never change: the shipped snapshot of a
             # release is that release's answer as long as the same tool built it.
             if self.use_shipped:
-                shipped = load_file(shipped_dir() / f"{version}.json")
+                shipped = load_file(shipped_dir() / f"{version}.json", self.models)
                 if usable(shipped) and shipped is not None and shipped.source.kind == "pypi":
                     return found(shipped, "shipped"), cache_file, ""
-            if self.use_cache and usable(cached := load_cached(cache_file)):
+            if self.use_cache and usable(cached := load_cached(cache_file, self.models)):
                 return found(cached, "cache"), cache_file, ""
             return None, cache_file, ""
         # A commit names its content: a snapshot cached for it needs no file listing.
         sha = source.commit_of(version)
         by_commit = cache_root() / "snapshots" / f"git-{sha}.json" if sha else None
-        if self.use_cache and by_commit is not None and usable(cached := load_cached(by_commit)):
+        if (
+            self.use_cache
+            and by_commit is not None
+            and usable(cached := load_cached(by_commit, self.models))
+        ):
             return found(cached, "cache"), by_commit, ""
         digest = content_digest(source.tree(version).files)
         if self.use_shipped:
             # The same files as a release: that release's shipped answer holds.
-            shipped = load_file(shipped_dir() / f"{version}.json")
+            shipped = load_file(shipped_dir() / f"{version}.json", self.models)
             if usable(shipped, digest):
                 return found(shipped, "shipped"), by_commit or Path(), digest
         cache_file = by_commit or cache_root() / "snapshots" / f"{source.kind}-{digest}.json"
-        if self.use_cache and usable(cached := load_cached(cache_file), digest):
+        if self.use_cache and usable(cached := load_cached(cache_file, self.models), digest):
             return found(cached, "cache"), cache_file, digest
         return None, cache_file, digest
 

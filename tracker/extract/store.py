@@ -4,6 +4,10 @@ A file identical in two releases (or in a release archive and a git tag) has one
 id and is parsed once, ever. Cache entries are keyed by (query-set hash, facts format,
 content id), checksummed, and written atomically, so a killed run or two concurrent runs
 leave only whole, valid entries behind; a corrupt entry is rebuilt.
+
+Where the user's cache has no entry, the shipped facts pack (tracker.extract.pack) may: a
+file whose bytes are those of a released blob is then not parsed at all, whichever source
+it comes from. `use_shipped(False)` (`--no-shipped`) turns the pack off.
 """
 
 from __future__ import annotations
@@ -23,6 +27,7 @@ from tracker.common.atomic import write_bytes_atomic
 from tracker.common.cachedir import cache_root, cannot_write_cache
 from tracker.common.lifeline import start_worker
 from tracker.common.regular import read_regular
+from tracker.extract import pack
 from tracker.extract.facts import FACTS_FORMAT, ModuleFacts
 from tracker.extract.parse import extract_facts, query_set_hash
 from tracker.sources.base import VersionTree
@@ -63,6 +68,31 @@ def _decode(blob: bytes) -> ModuleFacts | None:
     return facts if isinstance(facts, ModuleFacts) else None
 
 
+_shipped_on = [True]
+
+
+def use_shipped(enabled: bool) -> None:
+    """Whether facts may come from the shipped pack (the workspace sets it from
+    `--no-shipped`, so a true-cold run parses everything, as before the pack existed)."""
+    _shipped_on[0] = enabled
+
+
+def _shipped() -> pack.Pack | None:
+    return pack.shipped_pack() if _shipped_on[0] else None
+
+
+def read_shipped(content_id: str, full: bool) -> ModuleFacts | None:
+    """The facts of a released blob from the shipped pack, None when it has none."""
+    shipped = _shipped()
+    if shipped is None:
+        return None
+    try:
+        return shipped.facts(content_id, full)
+    except pack.PackError as exc:
+        pack.reject(exc)
+        return None
+
+
 def read_cached(
     base: Path, content_id: str, full: bool = True, corrupt: list[str] | None = None
 ) -> ModuleFacts | None:
@@ -81,6 +111,14 @@ def read_cached(
         else:
             corrupt.append(content_id)
     return facts
+
+
+def _read_entry(
+    base: Path, content_id: str, full: bool, corrupt: list[str] | None = None
+) -> ModuleFacts | None:
+    """From the user's cache, else from the shipped pack (which is read-only and was
+    checked on load: nothing is copied into the cache)."""
+    return read_cached(base, content_id, full, corrupt) or read_shipped(content_id, full)
 
 
 def _warn_corrupt(corrupt: list[str]) -> None:
@@ -197,7 +235,7 @@ def load_facts(
             # Parsed ahead: taken from the pool's answer below, not unpickled from disk.
             missing.append((path, cid, full))
             continue
-        cached = cached or read_cached(base, cid, full, corrupt)
+        cached = cached or _read_entry(base, cid, full, corrupt)
         if cached is None:
             missing.append((path, cid, full))
         else:
@@ -243,11 +281,14 @@ def parse_ahead(tree: VersionTree, paths: Iterable[str], definitions_only: froze
     Returns how many files were sent."""
     base = facts_dir()
     files = tree.files
+    shipped = _shipped()
     todo: dict[tuple[str, bool], str] = {}
     for path in sorted(set(paths)):
         cid = files[path]
         key = (cid, path not in definitions_only)
         if key in todo or key in _ahead or recent.get(key) is not None:
+            continue
+        if shipped is not None and shipped.has(*key):
             continue
         if not _entry_path(base, cid, key[1]).is_file():
             todo[key] = path

@@ -15,7 +15,6 @@ from tracker.common.cachedir import cache_root
 from tracker.common.errors import TrackerError
 from tracker.sources.base import Source, VersionTree
 from tracker.sources.dir import LOCAL, DirSource
-from tracker.sources.git import GitSource, is_url, sglang_checkout_at
 from tracker.sources.pypi import PypiSource
 from tracker.sources.versions import expand_range, is_range, range_ends
 
@@ -55,10 +54,29 @@ def open_source(source: str | None, repo: str | None, cwd: Path) -> Source:
     from_env = os.environ.get("TRACKER_REPO")
     if from_env:
         return _git(from_env, cwd)
-    checkout = sglang_checkout_at(cwd)
+    checkout = _checkout_at(cwd)
     if checkout is not None:
         return _git(str(checkout), cwd)
     return _pypi()
+
+
+def _checkout_at(cwd: Path) -> Path | None:
+    """The SGLang checkout around `cwd` (tracker.sources.git). gitpython takes a tenth of a
+    second to import: a directory with no `.git` above it is not asked."""
+    if not any((folder / ".git").exists() for folder in (cwd, *cwd.parents)):
+        return None
+    from tracker.sources.git import sglang_checkout_at
+
+    return sglang_checkout_at(cwd)
+
+
+def __getattr__(name: str) -> object:
+    # GitSource is imported on first use, with gitpython (see _checkout_at).
+    if name == "GitSource":
+        from tracker.sources.git import GitSource
+
+        return GitSource
+    raise AttributeError(name)
 
 
 def split_spec(spec: str, default: Source, cwd: Path | None = None) -> tuple[Source, str]:
@@ -96,8 +114,9 @@ def expand_spec(source: Source, spec: str) -> list[str]:
 def clear_memo() -> None:
     """Forget the sources opened so far (tests; a long-running process after `fetch`)."""
     for source in _memo.values():
-        if isinstance(source, GitSource):
-            source.close()
+        close = getattr(source, "close", None)
+        if source.kind == "git" and close is not None:  # its helper processes
+            close()
     _memo.clear()
 
 
@@ -110,7 +129,7 @@ def _open_named(source: str, repo: str | None, cwd: Path) -> Source:
             return _git(location, cwd)
         if repo:
             return _git(repo, cwd)
-        checkout = sglang_checkout_at(cwd)
+        checkout = _checkout_at(cwd)
         if checkout is None:
             raise TrackerError(
                 "--source git needs a repository: git:PATH_OR_URL, --repo, or run inside an "
@@ -139,15 +158,17 @@ def _split_git_spec(text: str) -> tuple[str, str]:
     return text, "HEAD"
 
 
-def _key_path(location: str, cwd: Path) -> str:
-    if is_url(location):
+def _key_path(location: str, cwd: Path, url: bool = False) -> str:
+    if url:
         return location
     path = Path(location).expanduser()
     return str((path if path.is_absolute() else cwd / path).resolve())
 
 
 def _git(location: str, cwd: Path) -> Source:
-    key = ("git", _key_path(location, cwd))
+    from tracker.sources.git import GitSource, is_url
+
+    key = ("git", _key_path(location, cwd, is_url(location)))
     if key not in _memo:
         _memo[key] = GitSource(location, cwd=cwd)
     return _memo[key]

@@ -7,13 +7,19 @@ one version named `local`, identified by what its files contain.
 
 from __future__ import annotations
 
+import contextlib
 import errno
 import hashlib
+import json
 import os
+import time
 from collections.abc import Mapping
 from pathlib import Path
 from types import MappingProxyType
+from typing import Any
 
+from tracker.common.atomic import write_text_atomic
+from tracker.common.cachedir import cache_root
 from tracker.common.errors import NotSGLangError, SourceError, UnknownVersionError
 from tracker.common.regular import NotRegularFile, read_regular
 from tracker.sources.base import (
@@ -144,40 +150,96 @@ def _list_python_files(root: Path) -> dict[str, str]:
     Symbolic links are skipped, as the git source skips them, so a checkout read from disk
     and the same commit read from git list the same files; a linked directory is said in a
     warning (a linked `srt/` or `models/` would otherwise read as a tree without them).
-    So are files whose name is not UTF-8 and files over MAX_FILE_BYTES.
+    So are files whose name is not UTF-8 and files over MAX_FILE_BYTES. A file whose size,
+    mtime and inode are those recorded at the last listing keeps its content id unread
+    (`_Listing`), so only what was edited since is read and hashed.
     """
+    listing = _Listing(root)
     files: dict[str, str] = {}
-    for folder, subfolders, names in os.walk(root):
-        here = Path(folder)
-        for name in subfolders:
-            if (here / name).is_symlink():
-                skip_file(_repo_path(root, here / name) + "/", "not followed: symlink")
-        subfolders[:] = sorted(
-            name for name in subfolders if name != "__pycache__" and not (here / name).is_symlink()
-        )
-        for name in names:
-            if name.endswith(".py"):
-                _add_file(root, here / name, files)
-    return files
+    todo = [str(root)]
+    # Plain strings, not Paths: a Path per file costs more than the stat.
+    cut = len(todo[0]) + 1
+    while todo:
+        folder = todo.pop()
+        try:
+            entries = list(os.scandir(folder))
+        except OSError as error:
+            raise SourceError(f"cannot read {folder}: {error.strerror}") from None
+        for entry in sorted(entries, key=lambda e: e.name):
+            relative = entry.path[cut:].replace(os.sep, "/")
+            if entry.is_symlink():
+                if entry.is_dir():  # followed here only to say it is not followed
+                    skip_file(f"{REPO_SGLANG}/{relative}/", "not followed: symlink")
+                continue
+            if entry.is_dir():
+                if entry.name != "__pycache__":
+                    todo.append(entry.path)
+            elif entry.name.endswith(".py") and entry.is_file():
+                repo_path = f"{REPO_SGLANG}/{relative}"
+                if not is_utf8_path(repo_path):
+                    skip_file(repo_path, "its name is not UTF-8")
+                    continue
+                cid = listing.content_id(relative, entry, repo_path)
+                if cid is not None:
+                    files[repo_path] = cid
+    listing.save()
+    return dict(sorted(files.items()))
 
 
-def _add_file(root: Path, disk_path: Path, files: dict[str, str]) -> None:
-    if disk_path.is_symlink() or not disk_path.is_file():
-        return
-    repo_path = _repo_path(root, disk_path)
-    if not is_utf8_path(repo_path):
-        skip_file(repo_path, "its name is not UTF-8")
-        return
-    try:
-        data = read_regular(disk_path, MAX_FILE_BYTES)
-    except NotRegularFile as error:
-        if error.errno == errno.EFBIG:
-            skip_file(repo_path, too_large(disk_path.stat().st_size))
-        return  # a FIFO or device put in place of the file meanwhile: skipped like one
-    except OSError as error:
-        raise SourceError(f"cannot read {disk_path}: {error.strerror}") from None
-    files[repo_path] = content_id(data)
+# A file changed less than this long before it was listed may change again within the same
+# mtime tick: its id is not remembered (git's "racy" entries).
+_RACY_SECONDS = 2.0
 
 
-def _repo_path(root: Path, disk_path: Path) -> str:
-    return f"{REPO_SGLANG}/{disk_path.relative_to(root).as_posix()}"
+class _Listing:
+    """The content ids of one directory's files at its last listing, by (size, mtime,
+    inode), in the user cache (`listings/`); a damaged or missing record is rebuilt."""
+
+    def __init__(self, root: Path) -> None:
+        self.root = str(root)
+        key = hashlib.sha1(self.root.encode(), usedforsecurity=False).hexdigest()
+        self.path = cache_root() / "listings" / f"{key}.json"
+        self.before: dict[str, list[Any]] = {}
+        self.now: dict[str, list[Any]] = {}
+        self.started = time.time()
+        try:
+            loaded = json.loads(self.path.read_text(encoding="utf-8"))
+            if isinstance(loaded, dict) and loaded.get("root") == self.root:
+                self.before = loaded["files"]
+        except (OSError, ValueError, KeyError, TypeError):
+            pass
+
+    def content_id(self, relative: str, entry: os.DirEntry[str], repo_path: str) -> str | None:
+        """The file's content id; None (with a warning) for a file over MAX_FILE_BYTES or
+        one that stopped being a regular file."""
+        try:
+            info = entry.stat(follow_symlinks=False)
+        except OSError as error:
+            raise SourceError(f"cannot read {entry.path}: {error.strerror}") from None
+        if info.st_size > MAX_FILE_BYTES:
+            skip_file(repo_path, too_large(info.st_size))
+            return None
+        stamp = [info.st_size, info.st_mtime_ns, info.st_ino]
+        known = self.before.get(relative)
+        if isinstance(known, list) and known[:3] == stamp and isinstance(known[3], str):
+            cid: str = known[3]
+        else:
+            try:
+                data = read_regular(Path(entry.path), MAX_FILE_BYTES)
+            except NotRegularFile as error:
+                if error.errno == errno.EFBIG:
+                    skip_file(repo_path, too_large(info.st_size))
+                return None  # a FIFO or device put in place of the file: skipped like one
+            except OSError as error:
+                raise SourceError(f"cannot read {entry.path}: {error.strerror}") from None
+            cid = content_id(data)
+        if info.st_mtime_ns / 1e9 < self.started - _RACY_SECONDS:
+            self.now[relative] = [*stamp, cid]
+        return cid
+
+    def save(self) -> None:
+        if self.now == self.before:
+            return
+        # A read-only cache costs speed, not correctness.
+        with contextlib.suppress(OSError):
+            write_text_atomic(self.path, json.dumps({"root": self.root, "files": self.now}))

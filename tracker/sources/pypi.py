@@ -12,6 +12,7 @@ import atexit
 import contextlib
 import hashlib
 import json
+from concurrent.futures import Future, ThreadPoolExecutor
 import os
 import re
 import shlex
@@ -160,6 +161,10 @@ class PypiTree(VersionTree):
         return requires_dist(text), f"the Requires-Dist of {self.archive.name}"
 
 
+# One thread to ask the index for the list of releases while a command reads its snapshots.
+_LISTER = ThreadPoolExecutor(max_workers=1, thread_name_prefix="tracker-list")
+
+
 class PypiSource(Source):
     """Releases of the `sglang` package, fetched with pip and cached in `archive_dir`."""
 
@@ -172,6 +177,8 @@ class PypiSource(Source):
         # them): e.g. the index was unreachable and the cached list of releases was used.
         self.warnings: list[str] = []
         self._versions: list[str] | None = None
+        # The list being asked for on another thread (start_listing), if it is.
+        self._listing: Future[list[str]] | None = None
         self._trees: dict[str, PypiTree] = {}
         self._scratch: Path | None = None  # downloads of this run when the cache is read-only
 
@@ -182,8 +189,16 @@ class PypiSource(Source):
         asking the index; the cached list (plus the cached archives) when the index cannot be
         reached."""
         if self._versions is None:
-            self._versions = self._list_versions()
+            listing, self._listing = self._listing, None
+            self._versions = listing.result() if listing else self._list_versions()
         return list(self._versions)
+
+    def start_listing(self) -> None:
+        """Ask the index for the list of releases on another thread, now: pip takes about
+        a second to start, which a command can spend reading what it already has.
+        `versions()` then waits for that answer instead of asking again."""
+        if self._versions is None and self._listing is None:
+            self._listing = _LISTER.submit(self._list_versions)
 
     def resolve(self, spec: str) -> str:
         if is_range(spec):
@@ -223,6 +238,9 @@ class PypiSource(Source):
     def fetch(self) -> str:
         """Refresh the list of releases from the index; a SourceError when it cannot be
         reached (listing is all `fetch` is for: the cached list is no answer to it)."""
+        if self._listing is not None:
+            self._listing.result()  # an answer from before the refresh
+            self._listing = None
         self._versions = self._list_versions(strict=True)
         tags = self._versions
         newest = f", newest {tags[-1]}" if tags else ""

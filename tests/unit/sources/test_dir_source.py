@@ -2,12 +2,16 @@
 
 from __future__ import annotations
 
+import os
+import subprocess
+import sys
 from collections.abc import Callable, Mapping
 from pathlib import Path
 
 import pytest
 
 from tracker.common.errors import NotSGLangError, SourceError, UnknownVersionError
+from tracker.sources import dir as dir_source
 from tracker.sources import open_source, split_spec
 from tracker.sources.base import content_id
 from tracker.sources.dir import DirSource
@@ -163,3 +167,74 @@ def test_a_dir_source_option_opens_the_directory(checkout: Path) -> None:
     source = open_source(f"dir:{checkout}", None, cwd=Path("/"))
     assert isinstance(source, DirSource)
     assert source.location == str(checkout)
+
+
+def _age(root: Path, seconds: float) -> None:
+    """Every file's mtime set `seconds` into the past: listed long after its last edit."""
+    for path in root.rglob("*.py"):
+        stat = path.stat()
+        os.utime(path, ns=(stat.st_atime_ns, stat.st_mtime_ns - int(seconds * 1e9)))
+
+
+def _hashed(monkeypatch: pytest.MonkeyPatch) -> list[bytes]:
+    """The bytes the directory source hashes from now on."""
+    seen: list[bytes] = []
+
+    def counted(data: bytes) -> str:
+        seen.append(data)
+        return content_id(data)
+
+    monkeypatch.setattr(dir_source, "content_id", counted)
+    return seen
+
+
+def test_a_second_listing_reads_only_the_files_edited_since(
+    checkout: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    _age(checkout, 60)
+    first = DirSource(checkout).tree().files
+    hashed = _hashed(monkeypatch)
+    assert DirSource(checkout).tree().files == first
+    assert hashed == []
+    edited = checkout / "python/sglang/srt" / WORKER
+    edited.write_text("class EAGLEWorker:\n    x = 1\n")
+    again = DirSource(checkout).tree().files
+    assert hashed == [edited.read_bytes()]
+    assert again[f"python/sglang/srt/{WORKER}"] == content_id(edited.read_bytes())
+
+
+def test_a_file_edited_twice_within_one_mtime_tick_is_never_taken_as_unchanged(
+    checkout: Path,
+) -> None:
+    """A file listed right after an edit may be edited again with the same size and mtime
+    (coarse clocks); its id is not remembered until its mtime is safely in the past."""
+    edited = checkout / "python/sglang/srt" / WORKER
+    DirSource(checkout).tree()
+    stamp = edited.stat()
+    edited.write_text("class EAGLEWorker:\n    pazz\n")  # same size
+    os.utime(edited, ns=(stamp.st_atime_ns, stamp.st_mtime_ns))
+    assert edited.stat().st_size == stamp.st_size
+    files = DirSource(checkout).tree().files
+    assert files[f"python/sglang/srt/{WORKER}"] == content_id(edited.read_bytes())
+
+
+def test_a_directory_read_outside_any_git_checkout_does_not_load_gitpython(
+    checkout: Path,
+) -> None:
+    """gitpython costs a tenth of a second to import: the default source is looked for
+    in git only when a `.git` is above the working directory."""
+    code = (
+        "import sys\n"
+        "from pathlib import Path\n"
+        "from tracker.sources import open_source, split_spec\n"
+        "default = open_source(None, None, Path.cwd())\n"
+        f"split_spec('dir:{checkout}', default)[0].tree('local')\n"
+        "print(default.kind, 'git' in sys.modules)\n"
+    )
+    env = {k: v for k, v in os.environ.items() if k != "TRACKER_REPO"}
+    env["PYTHONPATH"] = str(Path(__file__).resolve().parents[3])
+    out = subprocess.run(
+        [sys.executable, "-c", code], cwd=checkout, env=env, capture_output=True, text=True
+    )
+    assert out.returncode == 0, out.stderr
+    assert out.stdout.split() == ["pypi", "False"]

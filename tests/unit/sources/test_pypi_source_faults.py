@@ -399,3 +399,14 @@ def test_a_download_failing_on_a_full_disk_says_so_not_exception(
         "cannot download sglang==0.5.9 from the package index "
         "(pip: OSError: [Errno 28] No space left on device)"
     )
+
+
+def test_a_listing_started_early_is_the_one_versions_answers_with(
+    index: FakeIndex, cache: Path
+) -> None:
+    source = PypiSource(cache)
+    source.start_listing()
+    source.start_listing()  # asked once, however often it is started
+    listed = source.versions()
+    assert listed == PypiSource(cache).versions()  # what a plain listing gives
+    assert len(index.calls("index versions")) == 2  # one each, none twice
