@@ -15,6 +15,7 @@ by the algorithm/role at all (`is_eagle3()` is; `batch.is_extend()` is not).
 from __future__ import annotations
 
 import re
+from collections.abc import Iterable
 from dataclasses import dataclass, field
 from itertools import product
 
@@ -337,33 +338,26 @@ def _predicates(
 
 def _discover_flags(index: VersionIndex, algos: Algorithms) -> None:
     """A flag set to something other than False/None only under conditions that narrow
-    the algorithms (or the runner role) implies them: `eagle_use_aux_hidden_state`."""
+    the algorithms (or the runner role), or to a predicate of them, implies them:
+    `eagle_use_aux_hidden_state`; `Config(is_dspark=algo.is_dspark())`."""
     found: dict[str, dict[tuple[str, str], set[Pair]]] = {}
     spoiled: set[str] = set()
     for facts in index.iter_modules():
-        for a in facts.assigns:
-            target = a.target
-            receiver, dot, name = target.rpartition(".")
-            if not dot or not name.isidentifier() or not receiver.isidentifier():
+        for name, kind, owner, value, branches, keyword in _flag_settings(facts):
+            if value in ("False", "None", "0"):
                 continue
-            if (
-                a.value is not None
-                and a.value.op == "other"
-                and a.value.text in ("False", "None", "0")
-            ):
-                continue
-            if not a.context.branches:
+            allowed, _ = algos.admitted(branches)
+            expr = parse_bool(value) if value else None
+            verdict = algos.evaluate(expr) if expr is not None else None
+            if verdict is not None and verdict.decided and verdict.may_true != algos.universe:
+                # Set to a predicate of the algorithm: on exactly where that holds.
+                allowed = allowed & verdict.may_true
+            elif keyword:
+                continue  # an argument passed on (`flag=cfg.flag`): says nothing either way
+            elif not branches or allowed == algos.universe:
                 # Set unconditionally to something that may be true: not an algorithm flag.
                 spoiled.add(name)
                 continue
-            allowed, _ = algos.admitted(a.context.branches)
-            if allowed == algos.universe:
-                spoiled.add(name)
-                continue
-            scope = a.context.scope
-            # `self.flag` belongs to its class; `config.flag` to the function setting it.
-            kind = "class" if receiver == "self" else "function"
-            owner = f"{facts.module_name}:{scope.rpartition('.')[0] if kind == 'class' else scope}"
             found.setdefault(name, {}).setdefault((kind, owner), set()).update(allowed)
     for name, owners in found.items():
         # A server option is the user's to set as well: code setting it for some
@@ -380,6 +374,32 @@ def _discover_flags(index: VersionIndex, algos: Algorithms) -> None:
         if by_functions:
             bounds.append(frozenset().union(*by_functions))
         algos.flags[name] = frozenset.intersection(*bounds)
+
+
+def _flag_settings(
+    facts: ModuleFacts,
+) -> Iterable[tuple[str, str, str, str, tuple[Branch, ...], bool]]:
+    """(name, "class"|"function", owner, value text, branches, from a keyword argument) for
+    each `x.name = value` and each `name=value` keyword argument (a construction setting an
+    object's field)."""
+    module = facts.module_name
+    for a in facts.assigns:
+        receiver, dot, name = a.target.rpartition(".")
+        if not dot or not name.isidentifier() or not receiver.isidentifier():
+            continue
+        scope = a.context.scope
+        # `self.flag` belongs to its class; `config.flag` to the function setting it.
+        kind = "class" if receiver == "self" else "function"
+        owner = f"{module}:{scope.rpartition('.')[0] if kind == 'class' else scope}"
+        text = a.value.text if a.value is not None else ""
+        if a.value is not None and a.value.op == "call":
+            text += "()"
+        yield name, kind, owner, text, a.context.branches, False
+    for call in facts.calls:
+        for name, value in call.keywords:
+            if name.isidentifier():
+                where = f"{module}:{call.context.scope}"
+                yield name, "function", where, value, call.context.branches, True
 
 
 def _discover_workers(index: VersionIndex, rules: RoleRules, algos: Algorithms) -> None:

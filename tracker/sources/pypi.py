@@ -12,7 +12,6 @@ import atexit
 import contextlib
 import hashlib
 import json
-from concurrent.futures import Future, ThreadPoolExecutor
 import os
 import re
 import shlex
@@ -23,6 +22,7 @@ import tempfile
 import zipfile
 import zlib
 from collections.abc import Iterable, Mapping
+from concurrent.futures import Future, ThreadPoolExecutor
 from pathlib import Path
 from types import MappingProxyType
 from typing import Any
