@@ -82,9 +82,7 @@ def test_dflash_lists_what_its_worker_asks_of_the_draft_it_builds(
     # self.draft_model; nothing of the EAGLE draft interface is asked.
     draft = releases[version].needs("DFLASH", "draft")
     assert {"project_target_hidden", "layers"} <= set(draft)
-    assert draft["project_target_hidden"].sites[0].path.endswith(
-        "speculative/dflash_worker_v2.py"
-    )
+    assert draft["project_target_hidden"].sites[0].path.endswith("speculative/dflash_worker_v2.py")
     assert not {"set_embed_and_head", "hot_token_id", "bind_frozen_kv_context"} & set(draft)
     assert "get_embed_and_head" not in releases[version].needs("DFLASH", "target")
 

@@ -436,8 +436,10 @@ def _guard_of(
     if context.catches_attribute_error:
         return Guard.EXCEPT_ATTRIBUTE_ERROR
     for br in context.branches:
-        if br.holds and _mentions_hasattr(
-            br.test, site_receiver, member, analysis, module, context.scope, line
+        # `if hasattr(...):` around the site, or `if not hasattr(...): return` above it.
+        test = br.test if br.holds else br.test.args[0] if br.test.op == "not" else None
+        if test is not None and _mentions_hasattr(
+            test, site_receiver, member, analysis, module, context.scope, line
         ):
             return Guard.HASATTR
     return ""
@@ -466,7 +468,25 @@ def _mentions_hasattr(
             and name.text == member
             and analysis.expand(module, scope, line, obj.render()) == receiver
         )
+    if test.op == "call" and test.text == "isinstance" and len(test.args) == 2:
+        # `isinstance(model, _SupportsX)` with a runtime-checkable Protocol that declares
+        # the member: a probe of it, as hasattr is.
+        obj, kind = test.args
+        return analysis.expand(
+            module, scope, line, obj.render()
+        ) == receiver and _protocol_declares(analysis.index, module, scope, kind.render(), member)
     return False
+
+
+def _protocol_declares(
+    index: VersionIndex, module: str, scope: str, name: str, member: str
+) -> bool:
+    found = index.resolve_class(module, name, scope).symbol
+    if found is None:
+        return False
+    info = index.classes[found]
+    protocol = any(b.rpartition(".")[2].startswith("Protocol") for b in info.facts.bases)
+    return protocol and member in info.methods
 
 
 def _arity(call: Call) -> str:
