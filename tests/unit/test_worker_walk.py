@@ -412,3 +412,16 @@ def test_a_name_the_code_rewrites_is_accepted_and_says_what_it_runs_as(built: Bu
 def test_no_algorithm_without_a_draft_model_checks_draft_classes(built: Built) -> None:
     drafts = {(c.model, c.algorithm) for c in built.compat.checks if c.role == "draft"}
     assert not {a for _, a in drafts} & {"NGRAM", "STANDALONE"}
+
+
+def test_a_class_thousands_of_levels_below_another_is_found_without_recursion() -> None:
+    from tracker.analysis.index import VersionIndex
+    from tracker.extract.parse import extract_facts
+
+    # Valid Python (the interpreter accepts far deeper chains): a hostile file must not
+    # stop the analysis with a RecursionError.
+    chain = "".join(f"class B{i}(B{i - 1}):\n    pass\n" for i in range(1, 5000))
+    path = "python/sglang/srt/speculative/deep.py"
+    facts = extract_facts(path, "deep", f"class B0:\n    pass\n{chain}".encode(), full=True)
+    below = VersionIndex({path: facts}).subclasses.get("sglang.srt.speculative.deep:B0")
+    assert len(below) == 4999

@@ -408,29 +408,14 @@ class VersionIndex:
         return linearize(cls, ()), external
 
     @cached_property
-    def subclasses(self) -> dict[str, set[str]]:
-        """Class -> every class below it (transitively)."""
+    def subclasses(self) -> Descendants:
+        """Class -> every class below it (transitively), worked out when asked."""
         children: dict[str, set[str]] = {}
         for cls in self.classes:
             for res in self.bases(cls):
                 if res.symbol is not None:
                     children.setdefault(res.symbol, set()).add(cls)
-        below: dict[str, set[str]] = {}
-
-        def collect(cls: str, seen: frozenset[str]) -> set[str]:
-            if cls in below:
-                return below[cls]
-            out: set[str] = set()
-            for child in children.get(cls, ()):
-                if child not in seen:
-                    out.add(child)
-                    out |= collect(child, seen | {child})
-            below[cls] = out
-            return out
-
-        for cls in children:
-            collect(cls, frozenset({cls}))
-        return below
+        return Descendants(children)
 
     def find_method(self, cls: str, name: str) -> str | None:
         """The key of the method `name` as `cls` resolves it, or None."""
@@ -622,6 +607,33 @@ class VersionIndex:
 
     def iter_modules(self) -> Iterable[ModuleFacts]:
         return (self.modules[m] for m in sorted(self.modules))
+
+
+class Descendants:
+    """Every class below a class, found breadth-first when first asked (no recursion: an
+    inheritance chain thousands of classes deep is valid Python)."""
+
+    def __init__(self, children: dict[str, set[str]]) -> None:
+        self._children = children
+        self._below: dict[str, set[str]] = {}
+
+    def get(self, cls: str, default: set[str] | None = None) -> set[str]:
+        if cls not in self._children:
+            return default if default is not None else set()
+        found = self._below.get(cls)
+        if found is None:
+            found = set()
+            frontier = [cls]
+            while frontier:
+                following = []
+                for c in frontier:
+                    for child in self._children.get(c, ()):
+                        if child != cls and child not in found:
+                            found.add(child)
+                            following.append(child)
+                frontier = following
+            self._below[cls] = found
+        return found
 
 
 @dataclass(frozen=True)
