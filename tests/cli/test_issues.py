@@ -189,28 +189,6 @@ def test_a_wrapper_that_worked_before_and_broke_gets_a_regression_issue(
     ) in glm.body
 
 
-def test_a_target_member_newly_required_gets_an_issue_listing_the_classes_lacking_it(
-    use_real_cache: Path,
-) -> None:
-    found = [
-        i
-        for i in built("v0.5.1", "v0.5.2", ("STANDALONE",))
-        if i.report.kind == "member_now_required"
-    ]
-    assert [(i.report.role, i.report.subject) for i in found] == [
-        ("target", "get_embed_and_head")
-    ]  # the draft model's new member is not filed
-    body = found[0].body
-    assert found[0].title == (
-        "[STANDALONE] the target model must now provide get_embed_and_head (v0.5.2)"
-    )
-    assert "interface-change" in found[0].labels
-    assert (
-        "](https://github.com/sgl-project/sglang/blob/v0.5.2/python/sglang/srt/speculative/" in body
-    )
-    assert "target model classes registered at v0.5.2 lack it:" in body
-
-
 def test_json_output_carries_the_schema_and_each_issue(tracker: Tracker) -> None:
     result = tracker(
         "issues", "v0.5.9", "v0.5.10", "-a", "EAGLE3", "--source", "pypi", "--format", "json"

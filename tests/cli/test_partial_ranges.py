@@ -51,8 +51,8 @@ def test_the_matrix_text_says_since_before_the_range(repo: Path, cli_run: Tracke
         "  v1.1.0  present WrapperForConditionalGeneration (since before v1.1.0, "
         "broken) · get_embed_and_head, set_eagle3_layers_to_capture"
     ) in lines
-    assert "  (1 classes appeared supported)" in lines
-    assert "  (1 classes supported since before v1.1.0)" in lines
+    assert "  (1 class appeared supported)" in lines
+    assert "  (1 class supported since before v1.1.0)" in lines
 
 
 def test_history_of_a_class_already_there_says_since_before(repo: Path, cli_run: Tracker) -> None:

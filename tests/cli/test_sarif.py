@@ -72,7 +72,8 @@ def test_a_broken_wrapper_is_one_alert_in_its_file_with_each_site_related(
     assert alert["properties"]["missing"] == ["get_embed_and_head", "set_eagle3_layers_to_capture"]
     where = alert["locations"][0]["physicalLocation"]
     assert where["artifactLocation"]["uri"] == SRT + "models/wrapper.py"
-    assert where["region"]["startLine"] == line_of(None, "models/wrapper.py", "EntryClass")
+    # At the class statement: where the fix goes.
+    assert where["region"]["startLine"] == line_of(None, "models/wrapper.py", "class Wrapper")
     related = {
         (
             r["physicalLocation"]["artifactLocation"]["uri"],

@@ -87,9 +87,11 @@ def test_fix_names_the_one_member_no_inner_model_provides_in_the_singular(
     )
     root = write_tree(tmp_path / "sglang", {"models/llama.py": llama})
     fix = cli_run("fix", WRAPPER, "--at", f"dir:{root}")
-    assert fix.exit_code == 0, fix.stderr
+    # The patch is written, and exit 1: the class stays broken without the member.
+    assert fix.exit_code == 1, fix.stderr
     assert "+    def get_embed_and_head(self):" in fix.stdout
     assert fix.stderr == (
-        "tracker: warning: no inner model provides set_eagle3_layers_to_capture; "
-        "the patch does not add it\n"
+        f"tracker: partial patch: no inner model of {WRAPPER} provides "
+        "set_eagle3_layers_to_capture; the patch does not add it, and "
+        f"{WRAPPER} stays broken\n"
     )

@@ -68,3 +68,19 @@ def test_a_class_that_lost_one_member_while_another_became_required_says_both() 
     assert "regression" in issue.labels
     assert "it provided these members in v1:\n- `set_eagle3_layers_to_capture`" in issue.body
     assert "besides, EAGLE3 now requires of the target model `brand_new_member`" in issue.body
+
+
+def test_a_target_member_newly_required_gets_an_issue_listing_the_classes_lacking_it() -> None:
+    # (No release adds a target member to an algorithm it already had: this tree does.)
+    a, b = build(None, "v1"), build(NEW_MEMBER, "v2")
+    d = diff(a.interface, a.compat, b.interface, b.compat, ("EAGLE3",))
+    docs = build_issues(
+        d, a.interface, b.interface, b.compat, source="git:/r", options=RenderOptions()
+    )
+    found = [doc for doc in docs if doc.report.kind == "member_now_required"]
+    assert [(doc.report.role, doc.report.subject) for doc in found] == [
+        ("target", "brand_new_member")
+    ]
+    assert found[0].title == ("[EAGLE3] the target model must now provide brand_new_member (v2)")
+    assert "interface-change" in found[0].labels
+    assert "target model classes registered at v2 lack it:" in found[0].body

@@ -109,9 +109,13 @@ def pick_algorithms(
         return tuple(a for a in upper if a in available)
     unknown = [a for a in upper if a not in available]
     if unknown:
-        names = [*available, *(a for a in sorted(aliases) if aliases[a][0] in available)]
+        also = [
+            f"{a} runs as {aliases[a][0]}" for a in sorted(aliases) if aliases[a][0] in available
+        ]
+        listed = ", ".join(available) or "none"
         raise TrackerError(
-            f"unknown algorithm {', '.join(unknown)}; this version has {', '.join(names) or 'none'}"
+            f"unknown algorithm {', '.join(unknown)}; this version has {listed}"
+            + (f" ({'; '.join(also)})" if also else "")
         )
     return tuple(upper)
 
