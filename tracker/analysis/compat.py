@@ -23,6 +23,8 @@ from tracker.analysis.kinds import KindFinder
 from tracker.analysis.reuse import CheckMemo
 from tracker.analysis.roles import RoleRules, load_rules
 from tracker.analysis.vocabulary import PROVIDED, CheckStatus, ProvisionKind
+from tracker.extract.facts import ModuleFacts
+from tracker.sources.base import SRT_PREFIX
 
 # The base every model has: naming it on every missing member would say nothing.
 UBIQUITOUS_BASE = "torch.nn.Module"
@@ -104,6 +106,9 @@ class ModelCheck:
     accepted: str = ""
     # Members needed only under a condition that the class lacks.
     at_risk: tuple[AtRisk, ...] = ()
+    # Why the check cannot be ok whatever the members say: the class's own file or a
+    # file the algorithm's workers run does not parse ("" when both do).
+    problem: str = ""
 
 
 @dataclass
@@ -380,6 +385,8 @@ class Needs:
     required: dict[tuple[str, str], tuple[str, ...]]
     alternatives: dict[tuple[str, str, str], tuple[str, ...]]
     conditional: dict[tuple[str, str], tuple[tuple[str, str], ...]] = field(default_factory=dict)
+    # algorithm -> worker files that do not parse (Interface.unparsed)
+    unparsed: dict[str, tuple[str, ...]] = field(default_factory=dict)
 
     @classmethod
     def of(cls, interface: Interface) -> Needs:
@@ -399,6 +406,7 @@ class Needs:
             {k: tuple(sorted(v)) for k, v in required.items()},
             alternatives,
             {k: tuple(sorted(v.items())) for k, v in conditional.items()},
+            dict(interface.unparsed),
         )
 
 
@@ -495,6 +503,9 @@ def check_entry(
     status: str = (
         CheckStatus.BROKEN if missing else CheckStatus.UNKNOWN if unknown else CheckStatus.OK
     )
+    problem = unparsed_problem(index, entry.key, needs.unparsed.get(algorithm, ()))
+    if problem and status == CheckStatus.OK:
+        status = CheckStatus.UNKNOWN
     contract: tuple[ContractFinding, ...] = ()
     contract_unknown = ""
     if status == "ok" and role == "target" and SETTER in members:
@@ -517,7 +528,68 @@ def check_entry(
         kind_evidence=entry.kind_evidence,
         role_evidence=role_evidence,
         at_risk=at_risk,
+        problem=problem,
     )
+
+
+def unparsed_problem(index: VersionIndex, cls: str, workers: tuple[str, ...]) -> str:
+    """Why a check cannot be ok: the class's own file does not parse (it may not even
+    import), or a worker file does (what it asks is not all known); "" when both parse."""
+    module = index.modules.get(index.module_of(cls)) if cls else None
+    if module is not None and module.error_lines:
+        return f"{module.path.removeprefix(SRT_PREFIX)} does not parse"
+    if module is not None:
+        missing = missing_import(index, module)
+        if missing:
+            return missing
+    return workers_problem(workers)
+
+
+def missing_import(index: VersionIndex, facts: ModuleFacts) -> str:
+    """`from sglang.srt.x import Name` at the top of a module, where x is a module read in
+    full (not a package, whose submodules may not be loaded) that binds no Name: importing the
+    module fails, so SGLang's registry never registers its classes. "" when none does."""
+    for imp in facts.imports:
+        if imp.scope or imp.type_checking or imp.name in (None, "*"):
+            continue
+        target = index.absolute_module(facts.module_name, imp, facts.path.endswith("__init__.py"))
+        source = index.modules.get(target)
+        # Read for its definitions only, a module's names bound under a module-level `if`
+        # are not all known: only fully read modules can be said to lack a name.
+        if (
+            source is None
+            or source.definitions_only
+            or source.path.endswith("__init__.py")
+            or source.problem
+        ):
+            continue
+        if imp.name not in _bound_names(source):
+            return (
+                f"not registered: {facts.path.removeprefix(SRT_PREFIX)} imports {imp.name}, "
+                f"which {source.path.removeprefix(SRT_PREFIX)} does not define"
+            )
+    return ""
+
+
+def _bound_names(facts: ModuleFacts) -> set[str]:
+    names = {c.name for c in facts.classes if "." not in c.qualname}
+    names |= {f.name for f in facts.functions if "." not in f.qualname}
+    names |= {a.target for a in facts.assigns if not a.context.scope}
+    names |= {a.target.partition("[")[0] for a in facts.assigns if not a.context.scope}
+    for imp in facts.imports:
+        if not imp.scope:
+            names.add(imp.alias or imp.name or imp.module.split(".")[0])
+    return names
+
+
+def workers_problem(workers: tuple[str, ...]) -> str:
+    """ "the worker file speculative/x.py does not parse", or "" for none."""
+    if not workers:
+        return ""
+    files = ", ".join(p.removeprefix(SRT_PREFIX) for p in workers)
+    if len(workers) == 1:
+        return f"the worker file {files} does not parse"
+    return f"the worker files {files} do not parse"
 
 
 def build_compat(

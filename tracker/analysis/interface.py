@@ -100,6 +100,9 @@ class Interface:
     aliases: dict[str, tuple[str, str]] = field(default_factory=dict)
     # Classes the code loads as drafts (model_config.py's architecture rewrites).
     draft_classes: dict[str, DraftClass] = field(default_factory=dict)
+    # algorithm -> the files its workers run that do not parse (tree-sitter's recovery
+    # lines): what the algorithm asks there is not all known, so no class is "ok" for it.
+    unparsed: dict[str, tuple[str, ...]] = field(default_factory=dict)
 
     def for_algorithm(self, algorithm: str, role: str | None = None) -> list[Requirement]:
         return [
@@ -1032,6 +1035,16 @@ def build_interface(version: str, index: VersionIndex, rules: RoleRules | None =
     if not any(r.role == "target" for r in interface.requirements):
         interface.warnings.append(f"{version}: no receiver of the role rules matched anywhere")
     interface.draft_classes = draft_classes(index, algos, rules.draft_models.draft_model_flag)
+    for algorithm in algos.speculative:
+        broken = sorted(
+            {
+                index.modules[m].path
+                for m in {split_key(fn)[0] for fn in an.walks[algorithm].functions}
+                if index.modules[m].error_lines
+            }
+        )
+        if broken:
+            interface.unparsed[algorithm] = tuple(broken)
     interface.draft_models = {
         a: found
         for a, found in draft_models(index, algos, rules.draft_models, an.reached_by).items()

@@ -26,6 +26,7 @@ from tracker.analysis.compat import (
     Needs,
     Provision,
     natural_role,
+    workers_problem,
 )
 from tracker.analysis.contract import SETTER, ContractFinding, ContractSite
 from tracker.analysis.drafts import DraftClass, DraftModels
@@ -173,6 +174,7 @@ def to_json(snap: Snapshot) -> str:
         "config_keys": [_field(f) for f in itf.config_keys],
         "draft_models": {a: asdict(d) for a, d in sorted(itf.draft_models.items())},
         "aliases": {a: {"runs_as": r, "site": w} for a, (r, w) in sorted(itf.aliases.items())},
+        "unparsed": {a: list(p) for a, p in sorted(itf.unparsed.items())},
         "draft_classes": {
             n: {"algorithms": list(d.algorithms), "evidence": d.evidence}
             for n, d in sorted(itf.draft_classes.items())
@@ -197,7 +199,11 @@ def _entry_classes(compat: Compat) -> list[dict[str, Any]]:
     provisions: dict[str, dict[str, Provision]] = {}
     delegations: dict[str, dict[tuple[str, str, str], Delegation]] = {}
     contracts: dict[str, ModelCheck] = {}
+    # A problem of the class's own file (not of a worker file): the same for every check.
+    own_problems: dict[str, str] = {}
     for c in compat.checks:
+        if c.problem and not c.problem.startswith("the worker file"):
+            own_problems[c.model] = c.problem
         provisions.setdefault(c.model, {}).update({p.member: p for p in c.provisions})
         if c.contract or c.contract_unknown:
             contracts[c.model] = c
@@ -220,6 +226,9 @@ def _entry_classes(compat: Compat) -> list[dict[str, Any]]:
             doc["contract"] = [asdict(f) for f in check.contract]
         if check is not None and check.contract_unknown:
             doc["contract_unknown"] = check.contract_unknown
+        own = own_problems.get(e.name, "")
+        if own:
+            doc["problem"] = own
         out.append(doc)
     return out
 
@@ -338,6 +347,7 @@ def from_json(text: str, models: frozenset[str] | None = None) -> Snapshot:
             n: DraftClass(tuple(d["algorithms"]), d["evidence"])
             for n, d in doc.get("draft_classes", {}).items()
         },
+        unparsed={a: tuple(p) for a, p in doc.get("unparsed", {}).items()},
     )
     compat = _load_compat(version, doc, itf, models)
     return Snapshot(
@@ -361,6 +371,7 @@ def _load_compat(
         if r.status == "required":
             required.setdefault((r.algorithm, r.role), []).append(r.member)
     risky = Needs.of(itf).conditional
+    problems: dict[str, str] = {}
     entries = []
     provisions: dict[str, dict[str, Provision]] = {}
     delegations: dict[str, list[Delegation]] = {}
@@ -395,6 +406,7 @@ def _load_compat(
             )
             for d in e["delegations"]
         ]
+        problems[e["name"]] = e.get("problem", "")
         contracts[e["name"]] = (
             tuple(
                 ContractFinding(
@@ -463,6 +475,7 @@ def _load_compat(
                 kind_evidence=kind_evidence,
                 role_evidence=role_evidence,
                 at_risk=at_risk,
+                problem=problems[model] or workers_problem(itf.unparsed.get(algorithm, ())),
             )
         )
     return Compat(version, entries=entries, checks=checks)

@@ -91,6 +91,8 @@ def check_doc(c: ModelCheck) -> dict[str, Any]:
         **({"contract_unknown": c.contract_unknown} if c.contract_unknown else {}),
         # Members needed only under a condition that the class lacks: not a break.
         "at_risk": [{"member": r.member, "condition": r.condition} for r in c.at_risk],
+        # Why the check is unknown whatever its members: a file that does not parse.
+        **({"problem": c.problem} if c.problem else {}),
     }
 
 
