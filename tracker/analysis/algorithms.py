@@ -521,7 +521,7 @@ def parse_bool(text: str) -> Cond | None:
     while text.startswith("(") and _balanced(text[1:-1]) and text.endswith(")"):
         text = text[1:-1].strip()
     for op in (" or ", " and "):
-        parts = _split_top(text, op)
+        parts = split_top(text, op)
         if len(parts) > 1:
             args = [parse_bool(p) for p in parts]
             if any(a is None for a in args):
@@ -546,12 +546,20 @@ def _balanced(text: str) -> bool:
     return depth == 0
 
 
-def _split_top(text: str, sep: str) -> list[str]:
-    parts, depth, start, i = [], 0, 0, 0
+def split_top(text: str, sep: str) -> list[str]:
+    """`text` split at `sep` outside brackets and strings."""
+    parts, depth, start, i, quote = [], 0, 0, 0, ""
     while i < len(text):
         ch = text[i]
-        depth += 1 if ch in "([{" else -1 if ch in ")]}" else 0
-        if depth == 0 and text.startswith(sep, i):
+        if quote:
+            quote = "" if ch == quote else quote
+        elif ch in "'\"":
+            quote = ch
+        elif ch in "([{":
+            depth += 1
+        elif ch in ")]}":
+            depth -= 1
+        elif depth == 0 and text.startswith(sep, i):
             parts.append(text[start:i])
             i += len(sep)
             start = i

@@ -19,7 +19,7 @@ from collections.abc import Iterable
 from dataclasses import dataclass, field
 from typing import NamedTuple
 
-from tracker.analysis.algorithms import parse_bool
+from tracker.analysis.algorithms import parse_bool, split_top
 from tracker.analysis.index import VersionIndex, key, split_key
 from tracker.analysis.roles import RoleRules
 from tracker.extract.facts import Assign, Call, Cond, FunctionDef, Read, Return
@@ -492,12 +492,12 @@ class Flow:
         """`A if c else B` and `A or B`: either side. `A if on_last_rank else None`, a test
         that differs between batches or ranks: A, since some batch or rank runs it."""
         for sep in (" if ", " or "):
-            parts = _split_top(text, sep)
+            parts = split_top(text, sep)
             if len(parts) == 2:
                 left, right = parts
                 test = ""
                 if sep == " if ":
-                    tail = _split_top(right, " else ")
+                    tail = split_top(right, " else ")
                     if len(tail) != 2:
                         continue
                     test, right = tail
@@ -908,29 +908,6 @@ def _unwrapped(text: str) -> str:
     while text.startswith("(") and _closing(text, 0) == len(text) - 1:
         text = text[1:-1].strip()
     return text
-
-
-def _split_top(text: str, sep: str) -> list[str]:
-    """`text` split at `sep` outside brackets and strings."""
-    parts, depth, start, i, quote = [], 0, 0, 0, ""
-    while i < len(text):
-        ch = text[i]
-        if quote:
-            quote = "" if ch == quote else quote
-        elif ch in "'\"":
-            quote = ch
-        elif ch in "([{":
-            depth += 1
-        elif ch in ")]}":
-            depth -= 1
-        elif depth == 0 and text.startswith(sep, i):
-            parts.append(text[start:i])
-            i += len(sep)
-            start = i
-            continue
-        i += 1
-    parts.append(text[start:])
-    return parts
 
 
 def _nested(fields: tuple[tuple[str, Value], ...], depth: int) -> tuple[tuple[str, Value], ...]:
