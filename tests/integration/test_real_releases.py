@@ -90,7 +90,7 @@ def test_draft_members_belong_to_the_draft_role_and_the_lm_head_probe_is_optiona
     assert by_role["draft"]["load_lm_head_from_target"] == "optional"
 
 
-def test_why_prints_a_path_from_the_eagle3_worker_to_the_capture_site(run: Run) -> None:
+def test_why_prints_the_path_from_the_target_worker_to_each_capture_site(run: Run) -> None:
     out = run(
         "why",
         "set_eagle3_layers_to_capture",
@@ -100,10 +100,27 @@ def test_why_prints_a_path_from_the_eagle3_worker_to_the_capture_site(run: Run) 
         "EAGLE3",
         "--no-shipped",
     )
+    # The target's runner is built by the scheduler's TpModelWorker (EAGLEWorker is handed
+    # it), and the CUDA graph runner by `graph_runners[self.device](self)`, a subscript of a
+    # defaultdict of classes.
     assert "model_runner.py:622" in out
-    path = out.split("model_runner.py:622", 1)[1]
-    assert "→ sglang.srt.speculative.eagle_worker:EAGLEWorker.__init__" in path
-    assert "→ sglang.srt.model_executor.model_runner:ModelRunner.__init__" in path
+    path = out.split("model_runner.py:622", 1)[1].split("python/sglang", 1)[0]
+    assert path.split("call path:", 1)[1].split() == [
+        "→",
+        "sglang.srt.managers.tp_worker:TpModelWorker.__init__",
+        "→",
+        "sglang.srt.managers.tp_worker:TpModelWorker._init_model_runner",
+        "→",
+        "sglang.srt.model_executor.model_runner:ModelRunner.__init__",
+        "→",
+        "sglang.srt.model_executor.model_runner:ModelRunner.initialize",
+    ]
+    graph = out.split("cuda_graph_runner.py:365", 1)[1]
+    assert "none found" not in graph
+    assert (
+        "→ sglang.srt.model_executor.model_runner:ModelRunner.init_device_graphs\n"
+        "        → sglang.srt.model_executor.cuda_graph_runner:CudaGraphRunner.__init__"
+    ) in graph
 
 
 def test_diff_reports_the_new_read_of_mm_input_embeds(run: Run) -> None:
@@ -225,11 +242,12 @@ def test_history_shows_kimi_k25_appearing_broken_and_fixed_a_release_later(run: 
     assert events == [("v0.5.9", "appeared", "broken"), ("v0.5.10", "fixed", "ok")]
 
 
-def test_minicpmv_at_v0_5_9_is_broken_naming_the_classes_its_getattr_forwards_to(
+def test_minicpmv_at_v0_5_9_is_unsupported_naming_the_classes_its_getattr_forwards_to(
     run: Run,
 ) -> None:
     out = run("check", "v0.5.9", "-a", "EAGLE3", "-m", "MiniCPMV", "--no-shipped")
-    assert "✗ MiniCPMV · EAGLE3 · target model · broken" in out
+    # None of the classes it forwards to ever had the members: never taken up, not a break.
+    assert "· MiniCPMV · EAGLE3 · target model · unsupported" in out
     assert (
         "MiniCPMV.__getattr__ forwards to self.minicpmv: MiniCPMV2_6, MiniCPMV4_0, "
         "MiniCPMV4_5 lack it (picked from _SUPPORT_VERSION)"
