@@ -425,3 +425,81 @@ def test_a_class_thousands_of_levels_below_another_is_found_without_recursion() 
     facts = extract_facts(path, "deep", f"class B0:\n    pass\n{chain}".encode(), full=True)
     below = VersionIndex({path: facts}).subclasses.get("sglang.srt.speculative.deep:B0")
     assert len(below) == 4999
+
+
+GRAPH_RUNNERS = """
+    from collections import defaultdict
+
+    from sglang.srt.model_executor.graph_runner import CpuGraphRunner, GraphRunner, NpuGraphRunner
+
+
+    class ModelRunner:
+        def __init__(self, server_args, is_draft_worker=False):
+            self.is_draft_worker = is_draft_worker
+            self.device = server_args.device
+            self.model = server_args.load()
+            runners = defaultdict(lambda: GraphRunner, {"cpu": CpuGraphRunner})
+            self.graph_runner = runners[self.device](self)
+            self.fallback = {"npu": NpuGraphRunner}[self.device](self)
+
+        def forward(self, batch):
+            return self.model.forward(batch)
+    """
+
+GRAPH_RUNNER_CLASSES = """
+    class GraphRunner:
+        def __init__(self, model_runner):
+            self.model_runner = model_runner
+
+
+    class CpuGraphRunner(GraphRunner):
+        pass
+
+
+    class NpuGraphRunner:
+        def __init__(self, model_runner):
+            self.model_runner = model_runner
+    """
+
+
+def test_a_class_called_out_of_a_dict_of_classes_is_constructed() -> None:
+    from tracker.analysis.interface import algorithm_walks
+
+    graph = build(
+        {
+            "model_executor/model_runner.py": GRAPH_RUNNERS,
+            "model_executor/graph_runner.py": GRAPH_RUNNER_CLASSES,
+        }
+    )
+    walk, target = algorithm_walks("v1", graph.index, "EAGLE3")
+    runner = "sglang.srt.model_executor.model_runner:ModelRunner.__init__"
+    graph_runner = "sglang.srt.model_executor.graph_runner:"
+    # The default factory's class and the dict's (CpuGraphRunner inherits its __init__),
+    # and the one a dict display gives; each a step below the runner that builds it.
+    for reach in (walk, target):
+        assert reach.paths[f"{graph_runner}GraphRunner.__init__"][-2:] == [
+            runner,
+            f"{graph_runner}GraphRunner.__init__",
+        ]
+        assert reach.paths[f"{graph_runner}NpuGraphRunner.__init__"][-2] == runner
+
+
+def test_what_rank_0_logs_is_required_as_every_deployment_has_a_rank_0() -> None:
+    from sgl_trees import BASE
+
+    worker = BASE["speculative/eagle_worker.py"].replace(
+        "    @property\n",
+        "        if self.tp_rank == 0:\n"
+        '            logger.info("draft head %s", self.draft_model_runner.model.head_name)\n'
+        "        if self.server_args.verbose:\n"
+        '            logger.info("draft %s", self.draft_model_runner.model.description)\n'
+        "\n"
+        "    @property\n",
+        1,
+    )
+    assert worker != BASE["speculative/eagle_worker.py"]
+    itf = build({"speculative/eagle_worker.py": worker}).interface
+    found = {r.member: r.status for r in itf.for_algorithm("EAGLE", "draft")}
+    # A log call's arguments run whatever the level; an option's test stays a condition.
+    assert found["head_name"] == "required"
+    assert found["description"] == "conditional"

@@ -132,6 +132,8 @@ class Frame(NamedTuple):
 
 _NAME = re.compile(r"[A-Za-z_][A-Za-z0-9_]*")
 _LITERALS = frozenset({"True", "False", "None"})
+# Calls that build a mapping from their arguments: a subscript of one is one of its values.
+_CONTAINERS = frozenset({"dict", "defaultdict", "collections.defaultdict"})
 _STRING = re.compile(r"""^(?:[rbuf]?)(['"])([^'"\\]*)\1$""")
 
 
@@ -320,6 +322,12 @@ class Flow:
             return Value(literal=literal, nullable=literal == "None")
         chain = parse_chain(text)
         if chain is None:
+            if text.startswith("{"):  # a dict display, maybe subscripted: `{...}[key]`
+                end = _closing(text, 0)
+                steps = _rest(text, end + 1, []) if end > 0 else None
+                if steps is not None:
+                    shown = self._element(frame, text[: end + 1], line)
+                    return self._steps(frame, shown, steps, line)
             return self._ternary(frame, text, line)
         head, steps = chain
         if self._depth > MAX_DEPTH:
@@ -528,8 +536,13 @@ class Flow:
             elif kind == "call":
                 callee = steps[i - 1][1] if i else head
                 current = self._invoke(frame, current, self.call_at(frame.function, line, callee))
-            else:  # a subscript: an element of a list of objects is one of them
-                current = Value(objs=current.objs, models=current.models)
+            else:  # a subscript: an element of a list (or dict) of objects is one of them
+                current = Value(
+                    objs=current.objs,
+                    models=current.models,
+                    classes=current.classes,
+                    functions=current.functions,
+                )
             i += 1
         return current
 
@@ -783,15 +796,32 @@ class Flow:
     def call_value(self, frame: Frame, callee: str, line: int) -> Value:
         """What the call of `callee` (its text: `ModelRunner`, `self.helper`,
         `worker.get_runner`) at `line` returns."""
-        receiver, dot, name = callee.rpartition(".")
-        if dot:
+        parts = split_top(callee, ".")
+        receiver, name = ".".join(parts[:-1]), parts[-1]
+        if len(parts) > 1:
             chain = parse_chain(receiver)
             if chain is None:
                 return EMPTY
             current = self.value(frame, receiver, line)
             return self.method_result(frame, current, name, "", line)
         call = self.call_at(frame.function, line, callee)
+        if callee in _CONTAINERS and call is not None:
+            return join(self._element(frame, arg, line) for arg in call.args)
         return self._invoke(frame, self.value(frame, callee, line), call)
+
+    def _element(self, frame: Frame, text: str, line: int) -> Value:
+        """What an argument of `dict(...)`/`defaultdict(...)` puts in the container: the
+        body of a default factory, the values of a dict display, a keyword's value."""
+        text = text.strip()
+        if text.startswith("lambda"):
+            return self.value(frame, text.partition(":")[2], line)
+        if text.startswith("{") and text.endswith("}"):
+            pairs = [split_top(e, ":") for e in split_top(text[1:-1], ",") if e.strip()]
+            return join(self.value(frame, ":".join(p[1:]), line) for p in pairs if len(p) > 1)
+        name, eq, rest = text.partition("=")
+        if eq and _NAME.fullmatch(name.strip()):
+            return self.value(frame, rest, line)
+        return self.value(frame, text, line)
 
     def call_result(self, frame: Frame, current: Value, args: str, line: int) -> Value:
         return self._invoke(frame, current, None)

@@ -184,6 +184,17 @@ class Walker:
                 continue
             for prop in self._properties(frame, read.receiver, read.name, read.line):
                 out.append((prop, read.line, undecided))
+        for a in self.flow.assigns_in(frame.function):
+            # `runners[self.device](self)`: a call of a subscript, which the call facts do not
+            # hold; what the subscript may be (a dict of classes) is constructed.
+            if not a.value_call or not a.value_call.endswith("]"):
+                continue
+            undecided = self.admits(algorithm, a.context.branches, frame, a.line)
+            if undecided is None:
+                continue
+            picked = self.flow.value(frame, a.value_call, a.line)
+            for callee in self._constructed_or_called(frame, picked, None, a.line):
+                out.append((callee, a.line, undecided))
         for nested in self._nested.get(frame.function, ()):
             out.append((Frame(nested, frame.self_obj, frame.params), 0, ()))
         out.sort(key=lambda t: (t[1], t[0].function))
@@ -249,15 +260,18 @@ class Walker:
                 out.append(Frame(method, None, flow.bind(frame, call, method)))
         return out
 
-    def _constructed_or_called(self, frame: Frame, callee: Value, call: Call) -> list[Frame]:
+    def _constructed_or_called(
+        self, frame: Frame, callee: Value, call: Call | None, line: int = 0
+    ) -> list[Frame]:
         flow, index = self.flow, self.index
+        line = call.line if call is not None else line
         out = []
         for cls in sorted(callee.classes):
             init = index.find_method(cls, "__init__")
             if init is None:
                 continue
             fields = flow.bind(frame, call, init)
-            runs_as = flow.rewrite_before(frame.function, call.line) or (
+            runs_as = flow.rewrite_before(frame.function, line) or (
                 frame.self_obj.runs_as if frame.self_obj is not None else ""
             )
             out.append(Frame(init, Obj(cls, _cut(fields), runs_as), fields))
