@@ -1,6 +1,6 @@
 """Fixture for queries/branches.scm: if statements, `and`/`or`, conditional expressions,
 `try:` with its handlers, the test of `assert`, and error messages (what `raise` raises,
-an `assert`'s message, a logging call's arguments)."""
+an `assert`'s message; not a logging call's arguments, which always run)."""
 
 from __future__ import annotations
 
@@ -42,9 +42,6 @@ EXPECTED = [
     ),
     ("if.statement", 'if server_args.speculative_algorithm == "EAGLE3":…self.capture = None', 2),
     ("message.asserted", '"no head"', 14),
-    ("message.level", "warning", 17),
-    ("message.logged", '("no aux hidden states in %s", self.model.config.name)', 17),
-    ("message.logger", "logger", 17),
     ("message.raised", 'raise ValueError(f"{self.model.__class__.__name__} captures nothing")', 16),
     ("ternary.expression", '"fa3" if use_fa3 else "triton"', 9),
     ("try.body", "self.hot_token_id = self.draft_model_runner.model.get_hot_token_id()", 11),
@@ -90,14 +87,11 @@ def test_the_fixture_exercises_every_capture_of_the_query(capture_names) -> None
     assert {name for name, _, _ in EXPECTED} == capture_names("branches")
 
 
-def test_only_the_logging_methods_of_a_logger_take_a_message(captures) -> None:
+def test_the_arguments_of_a_logging_call_are_no_message(captures) -> None:
+    # `type(self.draft_model.markov_head)` in a `logger.info` on rank 0 crashes a draft
+    # without `markov_head` at start-up (DSPARK at v0.5.16): what it reads is required.
     source = """\
-    logger.setLevel(self.model.level)
-    report.warning(self.model.name)
-    self.logger.info(self.model.name)
+    logger.info("head=%s", type(self.draft_model.markov_head).__name__)
+    warnings.warn(f"{self.model.name} is slow")
     """
-    assert captures("branches", source) == [
-        ("message.level", "info", 3),
-        ("message.logged", "(self.model.name)", 3),
-        ("message.logger", "self.logger", 3),
-    ]
+    assert captures("branches", source) == []

@@ -170,11 +170,7 @@ def on_branches(ex: Extraction, matches: Matches) -> None:
                 ex.asserted_calls.add((test_node.start_byte, test_node.end_byte))
         else:
             message = next(
-                (
-                    caps[c][0]
-                    for c in ("message.raised", "message.asserted", "message.logged")
-                    if c in caps
-                ),
+                (caps[c][0] for c in ("message.raised", "message.asserted") if c in caps),
                 None,
             )
             if message is not None:
