@@ -309,3 +309,32 @@ def test_a_snapshot_under_the_previous_schema_id_is_not_read_so_it_is_rebuilt(
     assert load_cached(tmp_path / "current.cached") is not None
     assert load_file(tmp_path / "old.json") is None
     assert load_cached(tmp_path / "old.cached") is None
+
+
+def _guard_enums(node: Any) -> list[list[str]]:
+    """Every `guard` property's enum in a schema."""
+    found: list[list[str]] = []
+    if isinstance(node, dict):
+        guard = node.get("properties", {}).get("guard") if "properties" in node else None
+        if isinstance(guard, dict) and "enum" in guard:
+            found.append(guard["enum"])
+        for value in node.values():
+            found += _guard_enums(value)
+    elif isinstance(node, list):
+        for value in node:
+            found += _guard_enums(value)
+    return found
+
+
+def test_every_guard_the_analysis_writes_is_in_every_guard_enum_of_the_schemas() -> None:
+    from tracker.analysis.vocabulary import Guard
+
+    written = {g.value for g in Guard}
+    for name in ("snapshot.schema.json", "common.schema.json"):
+        data = json.loads((schemas_dir() / name).read_text(encoding="utf-8"))
+        enums = _guard_enums(data) + (
+            [data["$defs"]["guard"]["enum"]] if "guard" in data.get("$defs", {}) else []
+        )
+        assert enums, name
+        for enum in enums:
+            assert written <= set(enum), (name, written - set(enum))
