@@ -435,21 +435,28 @@ def rows_of(
     a target in the target role, and in the draft role where the algorithm loads
     generative classes as drafts; a draft for the algorithms its name rule names."""
     rows: list[tuple[str, str, str]] = []
+    # Only algorithms that load a draft model and ask something of it check one (NGRAM has
+    # none; STANDALONE loads any generative model and asks nothing of it).
+    asking = {
+        a
+        for a in interface.algorithms
+        if a in interface.draft_models and interface.for_algorithm(a, "draft")
+    }
     if entry.kind == "draft":
-        # Only algorithms that load a draft model check one (NGRAM has none); a class the
-        # code loads for some algorithms, or whose name rule names some, only for those.
+        # A class the code loads for some algorithms, or whose name rule names some, only
+        # for those.
         only = draft_algorithms(entry.name, interface, rules)
         return [
             (a, "draft", "")
             for a in interface.algorithms
-            if a in interface.draft_models and (not only or a in only)
+            if a in asking and (not only or a in only)
         ]
     if entry.kind != "target":
         return rows
     for algorithm in interface.algorithms:
         rows.append((algorithm, "target", ""))
         drafts = interface.draft_models.get(algorithm)
-        if drafts is not None and drafts.generative:
+        if drafts is not None and drafts.generative and algorithm in asking:
             rows.append((algorithm, "draft", drafts.evidence))
     return rows
 

@@ -1045,11 +1045,7 @@ def build_interface(version: str, index: VersionIndex, rules: RoleRules | None =
         )
         if broken:
             interface.unparsed[algorithm] = tuple(broken)
-    interface.draft_models = {
-        a: found
-        for a, found in draft_models(index, algos, rules.draft_models, an.reached_by).items()
-        if interface.for_algorithm(a, "draft")
-    }
+    interface.draft_models = draft_models(index, algos, rules.draft_models, an.reached_by)
     return interface
 
 

@@ -268,13 +268,17 @@ def _in_role(
             if found is None:
                 if index is None:
                     index = ws.analyse(*ws.resolve(mod_spec)).index
+                drafts = itf.draft_models.get(algorithm) if role == "draft" else None
                 found = check_entry(
                     index,
                     entries[name],
                     algorithm,
                     role,
                     Needs.of(itf),
-                    f"checked as the {role} model on request (--role {role})",
+                    # STANDALONE loads any generative model: that is why, not the request.
+                    drafts.evidence
+                    if drafts is not None and drafts.generative
+                    else f"checked as the {role} model on request (--role {role})",
                 )
             out.append(found)
     return out
