@@ -49,6 +49,7 @@ class Undecided:
     what: str  # the test, or the rewrite
     where: str
     why: str
+    kind: str = "condition"  # "condition" (a site's test) | "rewrite" (of the architecture)
 
 
 @dataclass(frozen=True)
@@ -189,7 +190,7 @@ def _undecided(pair: Pair, target: Choice, draft: Choice | None) -> list[Undecid
             continue
         for what, where, condition in choice.undecided:
             why = f"loading the {choice.role} checkpoint, under {condition}" if condition else ""
-            row = Undecided(what, where, why)
+            row = Undecided(what, where, why, "rewrite")
             if row not in out:
                 out.append(row)
     return out

@@ -8,6 +8,7 @@ from typing import TYPE_CHECKING, Any
 
 import click
 
+from tracker.cli.checkpoints import Checkpoints, checkpoint_options
 from tracker.cli.options import (
     Failed,
     algorithm_option,
@@ -85,6 +86,7 @@ def _kinds(kind: str) -> tuple[str, ...]:
     help="Exit 1 when a selected model is broken, unsupported ones included; `unknown`: broken "
     "or unknown; `at-risk`: broken, unknown, or lacking a member needed only under a condition.",
 )
+@checkpoint_options
 @source_options
 @config_option
 @format_option("text", "md", "json", "sarif")
@@ -100,6 +102,7 @@ def check(
     models_spec: str | None,
     show_all: bool,
     fail_on: str | None,
+    checkpoints: Checkpoints,
     ws: Workspace,
     fmt: str,
     render_options: RenderOptions,
@@ -113,10 +116,27 @@ def check(
 
     A broken class that provides none of the members, and whose inner model and module
     neighbours do not either, reads "unsupported": it never took the algorithm up (it is
-    still broken for --fail-on, and in JSON `status`)."""
+    still broken for --fail-on, and in JSON `status`).
+
+    With --model-config (and --draft-config), the checkpoints instead: the class the
+    release loads for each, decided from its own code, checked against what the algorithm
+    asks once the conditions that read their configs are decided."""
     from tracker.compare.snapshot import pick_algorithms
     from tracker.render.documents import check_document
 
+    if checkpoints.given:
+        others = {
+            "-m": bool(models),
+            "--role": role is not None,
+            "--kind": kind != "target",
+            "--requirements": requirements_spec is not None,
+            "--models": models_spec is not None,
+            "--explain-kinds": explain_kinds,
+        }
+        _check_checkpoints(
+            ws, version, algorithms, checkpoints, fmt, render_options, fail_on, others
+        )
+        return
     req_spec = requirements_spec or version
     mod_spec = models_spec or version
     if req_spec is None or mod_spec is None:
@@ -160,6 +180,50 @@ def check(
     if any(c.status in bad and not c.accepted for c in selected):
         raise Failed
     if fail_on == "at-risk" and any(c.at_risk and not c.accepted for c in selected):
+        raise Failed
+
+
+def _check_checkpoints(
+    ws: Workspace,
+    version: str | None,
+    algorithms: tuple[str, ...],
+    checkpoints: Checkpoints,
+    fmt: str,
+    render_options: RenderOptions,
+    fail_on: str | None,
+    others: dict[str, bool],
+) -> None:
+    """`check VERSION --model-config PATH [--draft-config PATH]`: one answer per algorithm."""
+    from tracker.cli.checkpoints import answer_for, next_step
+    from tracker.compare.snapshot import pick_algorithms
+    from tracker.render.checkpoint_doc import checkpoint_document
+    from tracker.render.documents import render
+
+    clash = [name for name, on in others.items() if on]
+    if clash:
+        raise TrackerError(f"--model-config decides the classes itself: drop {', '.join(clash)}")
+    if fmt == "sarif":
+        raise TrackerError("--model-config answers in text, md or json (SARIF lists classes)")
+    if version is None:
+        raise TrackerError("give a VERSION to check the checkpoints at")
+    src, resolved = ws.resolve(version)
+    snap = ws.snapshot_of(src, resolved)
+    itf = snap.interface
+    chosen = pick_algorithms(itf.algorithms, algorithms, aliases=itf.aliases, note=note_line)
+    answers = []
+    for algorithm in chosen:
+        found = answer_for(ws, src, resolved, algorithm, checkpoints)
+        answers.append((found, next_step(ws, src, found, checkpoints)))
+    doc = checkpoint_document(snap.version, ws.source.describe(), answers)
+    if snap.basis and fmt in ("text", "md"):
+        doc["label"] = describe_snapshot(ws, snap)
+    flush_warnings(ws)
+    emit(render("checkpoint", fmt, doc, render_options))
+    bad = {"broken"} if fail_on == "broken" else {"broken", "unknown"} if fail_on else set()
+    if any(a.status in bad for a, _ in answers):
+        raise Failed
+    at_risk = any(r.check is not None and r.check.at_risk for a, _ in answers for r in a.roles)
+    if fail_on == "at-risk" and at_risk:
         raise Failed
 
 
