@@ -300,3 +300,19 @@ def test_override_args_that_are_no_json_object_are_one_line(tracker: Tracker) ->
 def test_a_draft_config_alone_is_refused(tracker: Tracker) -> None:
     line = one_line_error(tracker("check", "v0.5.9", "--draft-config", config("llama3-eagle3")))
     assert "--draft-config needs --model-config" in line
+
+
+def test_a_pair_no_later_release_fixes_says_how_far_it_looked(tracker: Tracker) -> None:
+    # Without --draft-config, EAGLE3 reads the target's own checkpoint as its draft, and
+    # KimiK25ForConditionalGeneration lacks what EAGLE3 asks of a draft in every release.
+    result = tracker(
+        "check", "v0.5.9", "-a", "EAGLE3", "--model-config", config("kimi-k2.5"),
+        "--format", "json", "-q",
+    )  # fmt: skip
+    found = answer_of(result)
+    draft = role(found, "draft")
+    assert draft["class"] == KIMI and draft["given_as"].startswith("the target's checkpoint")
+    assert draft["check"]["status"] == "broken" and "hot_token_id" in draft["check"]["missing"]
+    assert found["next"]["fix_command"] == ""  # no inner model has the draft's members
+    assert found["next"]["fixed_in"] == ""
+    assert found["next"]["looked_until"] not in ("", "v0.5.9")

@@ -137,6 +137,11 @@ def why_checkpoints(
     for r in shown:
         lines += _why_role(found, r, snap.version)
     lines += _why_decided(found, member)
+    if member is None and found.status == "broken":
+        from tracker.cli.checkpoints import fix_command_for
+
+        command = fix_command_for(ws, src, found, checkpoints)
+        lines += [f"→ {command}"] if command else []
     emit_lines(lines)
 
 

@@ -186,24 +186,28 @@ def answer_for(
     ws: Workspace, source: Source, version: str, algorithm: str, checkpoints: Checkpoints
 ) -> Answer:
     """The answer at `version`, or a one-line error naming what cannot be loaded."""
-    from tracker.analysis.checkpoint import Request, UnregisteredArchitecture, answer
+    from tracker.analysis.checkpoint import UnregisteredArchitecture
+
+    try:
+        return _answer(ws, source, version, algorithm, checkpoints)
+    except UnregisteredArchitecture as exc:
+        analysis = analysed(ws, source, version)
+        raise TrackerError(_unregistered(ws, source, version, analysis, exc)) from None
+
+
+def _answer(
+    ws: Workspace, source: Source, version: str, algorithm: str, checkpoints: Checkpoints
+) -> Answer:
+    """The answer; UnregisteredArchitecture when a checkpoint names no registered class."""
+    from tracker.analysis.checkpoint import Request, answer
     from tracker.analysis.roles import load_rules
 
     target = _target(checkpoints)
     draft = read_config(checkpoints.draft, "draft", "--draft-config") if checkpoints.draft else None
     analysis = analysed(ws, source, version)
     request = Request(algorithm, target, draft, checkpoints.overrides)
-    try:
-        return answer(
-            analysis.index,
-            analysis.interface,
-            analysis.compat,
-            reader(analysis),
-            request,
-            load_rules(),
-        )
-    except UnregisteredArchitecture as exc:
-        raise TrackerError(_unregistered(ws, source, version, analysis, exc)) from None
+    read = reader(analysis)
+    return answer(analysis.index, analysis.interface, analysis.compat, read, request, load_rules())
 
 
 def _target(checkpoints: Checkpoints) -> CheckpointConfig:
@@ -271,23 +275,48 @@ def later(ws: Workspace, source: Source, version: str) -> Iterator[str]:
             yield name
 
 
-def fixed_in(ws: Workspace, source: Source, found: Answer, checkpoints: Checkpoints) -> str:
-    """The first later release at which the same checkpoints are ok, "" when none is. A
-    release whose stored checks of the same classes still lack a member the configs do
-    not drop is passed over without an analysis."""
-    from tracker.analysis.checkpoint import NOT_NEEDED
+# Later releases analysed at most (those without a stored snapshot to look at first) while
+# looking for the one that fixes a pair: each costs seconds, and a pair that stays broken
+# would cost minutes.
+MAX_ANALYSED = 6
+
+
+@dataclass(frozen=True)
+class FixSearch:
+    fixed_in: str  # "" when no release looked at is ok
+    looked_until: str  # the last release looked at ("" when none)
+    complete: bool  # every later release was looked at
+
+
+def fixed_in(ws: Workspace, source: Source, found: Answer, checkpoints: Checkpoints) -> FixSearch:
+    """The first later release at which the same checkpoints are ok. A release whose
+    stored checks of the same classes still lack a member the configs do not drop is
+    passed over without an analysis; at most MAX_ANALYSED others are analysed."""
+    from tracker.analysis.checkpoint import NOT_NEEDED, UnregisteredArchitecture
 
     dropped = {(c.role, c.member) for c in found.changes if c.after == NOT_NEEDED}
+    analysed_count, last = 0, ""
     for version in later(ws, source, found.version):
-        if not _may_be_fixed(ws, source, version, found, dropped):
+        stored = ws.stored_snapshot(source, version) is not None
+        if stored and not _may_be_fixed(ws, source, version, found, dropped):
+            last = version
             continue
+        if not stored:
+            if analysed_count >= MAX_ANALYSED:
+                return FixSearch("", last, False)
+            analysed_count += 1
         try:
-            there = answer_for(ws, source, version, found.algorithm, checkpoints)
-        except TrackerError:
+            there = _answer(ws, source, version, found.algorithm, checkpoints)
+        except UnregisteredArchitecture:
+            last = version
             continue  # a class the release no longer registers: not a fix
+        except SourceError as exc:  # the release cannot be read (offline, say): stop here
+            ws.feedback.warn(f"cannot read {version} to look for the fix: {exc}")
+            return FixSearch("", last, False)
+        last = version
         if there.status == "ok":
-            return version
-    return ""
+            return FixSearch(version, version, True)
+    return FixSearch("", last, True)
 
 
 def _may_be_fixed(
@@ -315,7 +344,8 @@ def next_step(ws: Workspace, source: Source, found: Answer, checkpoints: Checkpo
     if found.status != "broken":
         return NextStep()
     command = fix_command_for(ws, source, found, checkpoints)
-    return NextStep(command, fixed_in(ws, source, found, checkpoints), True)
+    search = fixed_in(ws, source, found, checkpoints)
+    return NextStep(command, search.fixed_in, True, search.looked_until, search.complete)
 
 
 def fix_command_for(ws: Workspace, source: Source, found: Answer, checkpoints: Checkpoints) -> str:

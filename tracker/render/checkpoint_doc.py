@@ -23,6 +23,8 @@ class NextStep:
     fix_command: str = ""
     fixed_in: str = ""
     looked_for_fix: bool = False  # later releases were read (only for a broken answer)
+    looked_until: str = ""  # the last of them
+    complete: bool = True  # every later release the source has was read
 
 
 def answer_doc(found: Answer, step: NextStep) -> dict[str, Any]:
@@ -51,6 +53,8 @@ def answer_doc(found: Answer, step: NextStep) -> dict[str, Any]:
             "fix_command": step.fix_command,
             "fixed_in": step.fixed_in,
             "looked_for_fix": step.looked_for_fix,
+            "looked_until": step.looked_until,
+            "complete": step.complete,
         },
     }
 
