@@ -6,6 +6,7 @@ errors for what cannot be read or loaded."""
 from __future__ import annotations
 
 import json
+import os
 from collections.abc import Callable
 from pathlib import Path
 from typing import Any
@@ -316,3 +317,39 @@ def test_a_pair_no_later_release_fixes_says_how_far_it_looked(tracker: Tracker) 
     assert found["next"]["fix_command"] == ""  # no inner model has the draft's members
     assert found["next"]["fixed_in"] == ""
     assert found["next"]["looked_until"] not in ("", "v0.5.9")
+
+
+def test_an_algorithm_that_refuses_to_start_without_a_draft_path_asks_for_draft_config(
+    tracker: Tracker, stocked_releases: Callable[..., Path]
+) -> None:
+    stocked_releases("v0.5.23")
+    result = tracker("check", "v0.5.23", "-a", "DFLASH", "--model-config", config("qwen3"), "-q")
+    assert result.exit_code == 0, result.stderr
+    assert (
+        "no class: needs --draft-config: refuses to start without a draft path: " in result.stdout
+    )
+    assert "arg_groups/speculative_hook.py:" in result.stdout
+    assert "→ give --draft-config: the draft checkpoint decides the draft class" in result.stdout
+    failing = tracker(
+        "check", "v0.5.23", "-a", "DFLASH", "--model-config", config("qwen3"),
+        "--fail-on", "unknown", "-q",
+    )  # fmt: skip
+    assert failing.exit_code == 1
+
+
+@pytest.mark.parametrize(
+    ("make", "says"),
+    [
+        (lambda p: os.mkfifo(p), "cannot read it (not a regular file)"),
+        (lambda p: p.mkdir(), "the folder has no config.json"),
+        (lambda p: p.write_text("[" * 100_000 + "]" * 100_000), "nested too deeply"),
+        (lambda p: p.write_bytes(b"\xff\xfe{"), "not a text file"),
+    ],
+)
+def test_a_config_json_that_is_no_readable_json_file_is_one_line(
+    tracker: Tracker, tmp_path: Path, make: Callable[[Path], object], says: str
+) -> None:
+    path = tmp_path / "config.json"
+    make(path)
+    line = one_line_error(tracker("check", "v0.5.9", "--model-config", str(path)))
+    assert says in line

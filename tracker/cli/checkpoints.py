@@ -137,6 +137,8 @@ def read_config(text: str, role: str, option: str) -> CheckpointConfig:
         raise TrackerError(f"{option} {path}: cannot read it ({exc.strerror or exc})") from None
     try:
         values = json.loads(raw)
+    except RecursionError:
+        raise TrackerError(f"{option} {path}: nested too deeply to be a config.json") from None
     except json.JSONDecodeError as exc:
         raise TrackerError(
             f"{option} {path}: not valid JSON ({exc.msg} at line {exc.lineno}, column {exc.colno})"
