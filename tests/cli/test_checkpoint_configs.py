@@ -353,3 +353,29 @@ def test_a_config_json_that_is_no_readable_json_file_is_one_line(
     make(path)
     line = one_line_error(tracker("check", "v0.5.9", "--model-config", str(path)))
     assert says in line
+
+
+@pytest.mark.parametrize(
+    ("fmt", "says"),
+    [
+        (
+            "text",
+            "target set_eagle3_layers_to_capture: required → not needed (draft config sets "
+            "eagle_config.use_aux_hidden_state = false) · model_executor/model_runner.py:622",
+        ),
+        (
+            "md",
+            "- target `set_eagle3_layers_to_capture`: required → not needed (draft config sets "
+            "eagle_config.use_aux_hidden_state = false), `model_executor/model_runner.py:622`",
+        ),
+    ],
+)
+def test_the_report_says_what_the_configs_decided_and_why(
+    tracker: Tracker, fmt: str, says: str
+) -> None:
+    result = tracker(*seed("v0.5.9", "eagle-no-aux", "--format", fmt))
+    assert result.exit_code == 0, result.stderr
+    assert says in result.stdout
+    assert "LlamaForCausalLMEagle3 also sets it outside __init__" in result.stdout.replace(
+        "\\_", "_"
+    )
