@@ -23,6 +23,8 @@ Tracker = Callable[..., Result]
 KIMI = "KimiK25ForConditionalGeneration"
 KIMI_ERROR = f"AttributeError: '{KIMI}' object has no attribute 'get_embed_and_head'"
 RELEASES = ("v0.5.8", "v0.5.8.post1", "v0.5.9", "v0.5.10")
+CHECKPOINTS = ["--model-config", str(Path(__file__).parent / "checkpoints" / "kimi-k2.5")]
+NO_AUX_DRAFT = ["--draft-config", str(Path(__file__).parent / "checkpoints" / "eagle-no-aux")]
 
 # name -> tracker arguments of a command that prints a JSON document
 PRINTED: dict[str, list[str]] = {
@@ -44,6 +46,17 @@ PRINTED: dict[str, list[str]] = {
     "matrix": ["matrix", "v0.5.8..v0.5.10", "--kind", "all", "--format", "json"],
     "history": ["history", KIMI, "v0.5.8..v0.5.10", "--format", "json"],
     "why": ["why", "set_eagle3_layers_to_capture", "--at", "v0.5.9", "--format", "json"],
+    "checkpoint": [
+        "check",
+        "v0.5.9",
+        "-a",
+        "EAGLE3",
+        *CHECKPOINTS,
+        *NO_AUX_DRAFT,
+        "--format",
+        "json",
+    ],
+    "why-checkpoint": ["why", "--at", "v0.5.9", *CHECKPOINTS, *NO_AUX_DRAFT, "--format", "json"],
     "changelog": ["changelog", "v0.5.8", "v0.5.10", "--all", "--format", "json"],
     "issues": ["issues", "v0.5.8", "v0.5.10", "--format", "json"],
     "triage": ["triage", KIMI_ERROR, "--at", "v0.5.9", "--format", "json"],

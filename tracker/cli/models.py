@@ -8,6 +8,7 @@ from typing import TYPE_CHECKING, Any
 
 import click
 
+from tracker.cli.checkpoints import Checkpoints, checkpoint_options
 from tracker.cli.options import (
     Failed,
     algorithm_option,
@@ -85,6 +86,7 @@ def _kinds(kind: str) -> tuple[str, ...]:
     help="Exit 1 when a selected model is broken, unsupported ones included; `unknown`: broken "
     "or unknown; `at-risk`: broken, unknown, or lacking a member needed only under a condition.",
 )
+@checkpoint_options
 @source_options
 @config_option
 @format_option("text", "md", "json", "sarif")
@@ -100,6 +102,7 @@ def check(
     models_spec: str | None,
     show_all: bool,
     fail_on: str | None,
+    checkpoints: Checkpoints,
     ws: Workspace,
     fmt: str,
     render_options: RenderOptions,
@@ -113,10 +116,29 @@ def check(
 
     A broken class that provides none of the members, and whose inner model and module
     neighbours do not either, reads "unsupported": it never took the algorithm up (it is
-    still broken for --fail-on, and in JSON `status`)."""
+    still broken for --fail-on, and in JSON `status`).
+
+    With --model-config (and --draft-config), the checkpoints instead: the class the
+    release loads for each, decided from its own code, checked against what the algorithm
+    asks once the conditions that read their configs are decided."""
     from tracker.compare.snapshot import pick_algorithms
     from tracker.render.documents import check_document
 
+    if checkpoints.given:
+        others = {
+            "-m": bool(models),
+            "--role": role is not None,
+            "--kind": kind != "target",
+            "--requirements": requirements_spec is not None,
+            "--models": models_spec is not None,
+            "--explain-kinds": explain_kinds,
+        }
+        from tracker.cli.checkpoint_commands import check_checkpoints
+
+        check_checkpoints(
+            ws, version, algorithms, checkpoints, fmt, render_options, fail_on, others
+        )
+        return
     req_spec = requirements_spec or version
     mod_spec = models_spec or version
     if req_spec is None or mod_spec is None:
@@ -421,7 +443,7 @@ def _full_range(ws: Any) -> str:
 
 
 @click.command()
-@click.argument("model")
+@click.argument("model", required=False)
 @click.option("--at", "version", required=True, help="The version to patch.")
 @algorithm_option()
 @click.option(
@@ -436,17 +458,21 @@ def _full_range(ws: Any) -> str:
     type=click.Path(dir_okay=False, path_type=Path),
     help="Write the patch to this file instead of stdout.",
 )
+@checkpoint_options
 @source_options
 def fix(
-    model: str,
+    model: str | None,
     version: str,
     algorithm: str,
     requirements_spec: str | None,
     output: Path | None,
+    checkpoints: Checkpoints,
     ws: Workspace,
 ) -> None:
     """A unified diff that adds to MODEL the members its inner model provides and the
-    algorithm requires (apply with `git apply` or `patch -p1`).
+    algorithm requires (apply with `git apply` or `patch -p1`). With --model-config (and
+    --draft-config) instead of MODEL: to the classes the release loads for the checkpoints,
+    what they lack once the configs decide the requirements.
 
     Exits 1 when the patch leaves the class broken: a member no inner model provides, or an
     inner attribute that another branch of `__init__` fills with a class lacking the member
@@ -454,9 +480,37 @@ def fix(
 
     Reads VERSION's source files: a release's archive is downloaded (once, then cached)
     even when its snapshot ships with the tool."""
+    from tracker.release.fixpatch import build_patch
+
+    if checkpoints.given:
+        from tracker.cli.checkpoint_commands import checks_to_fix
+
+        if requirements_spec is not None:
+            raise TrackerError("--requirements does not go with --model-config")
+        analysis, name, resolved, targets = checks_to_fix(
+            ws, model, version, algorithm, checkpoints
+        )
+    elif model is None:
+        raise TrackerError("give the MODEL to patch, or --model-config PATH")
+    else:
+        analysis, name, resolved, targets = _class_to_fix(
+            ws, model, version, algorithm, requirements_spec
+        )
+    patches = []
+    for found, key in targets:
+        _refuse_contract(found, name, resolved)
+        patches.append((found.model, build_patch(analysis.tree, analysis.index, found, key)))
+    if patches:
+        _emit_patches(patches, output)
+
+
+def _class_to_fix(
+    ws: Workspace, model: str, version: str, algorithm: str, requirements_spec: str | None
+) -> tuple[Any, str, str, list[tuple[ModelCheck, str]]]:
+    """(the analysis, the algorithm, the version, [(MODEL's check, its key)]: empty, with a
+    note, when it lacks nothing)."""
     from tracker.analysis.compat import build_compat, class_key_for
     from tracker.compare.snapshot import pick_algorithms
-    from tracker.release.fixpatch import build_patch
 
     src, resolved = ws.resolve(version)
     analysis = ws.analyse(src, resolved)
@@ -472,30 +526,41 @@ def fix(
         raise TrackerError(f"{resolved} registers no entry class {model} checked for {name}")
     if found.status == "ok":
         say(f"tracker: {model} already provides what {name} requires at {resolved}")
-        return
-    if found.contract:
-        # Exit 2, as for a wrapper with no inner model to delegate to: the patch asked
-        # for cannot be written; what is wrong is said, with where to read more.
-        broken = "; ".join(dict.fromkeys(f.headline for f in found.contract))
-        raise TrackerError(
-            f"{model} provides every member {name} requires at {resolved} but breaks its "
-            f"aux-hidden-state contract ({broken}); tracker fix only adds missing members "
-            f"and writes no patch for that: `tracker why {model} --at {resolved}` shows the sites"
-        )
+        return analysis, name, resolved, []
     key = class_key_for(analysis.index, model)
     if key is None:
         raise TrackerError(f"cannot find the class {model} at {resolved}")
-    patch = build_patch(analysis.tree, analysis.index, found, key)
+    return analysis, name, resolved, [(found, key)]
+
+
+def _refuse_contract(found: ModelCheck, name: str, resolved: str) -> None:
+    """Exit 2, as for a wrapper with no inner model to delegate to: the patch asked for
+    cannot be written; what is wrong is said, with where to read more."""
+    if not found.contract:
+        return
+    model = found.model
+    broken = "; ".join(dict.fromkeys(f.headline for f in found.contract))
+    raise TrackerError(
+        f"{model} provides every member {name} requires at {resolved} but breaks its "
+        f"aux-hidden-state contract ({broken}); tracker fix only adds missing members "
+        f"and writes no patch for that: `tracker why {model} --at {resolved}` shows the sites"
+    )
+
+
+def _emit_patches(patches: list[tuple[str, Any]], output: Path | None) -> None:
+    diff = "".join(p.diff for _, p in patches)
     if output is not None:
-        emit(patch.diff, output)  # the patch as it is, to apply
+        emit(diff, output)  # the patch as it is, to apply
     else:
         # On stdout each line is made visible: the context lines and signatures are the
         # version's source, which may hold control characters.
-        lines = patch.diff.split("\n")
+        lines = diff.split("\n")
         emit_lines(lines[:-1] if lines[-1] == "" else lines)
-    if not patch.complete:
+    partial = [(model, p) for model, p in patches if not p.complete]
+    for model, patch in partial:
         for line in _partial_lines(model, patch):
             say(line)
+    if partial:
         raise Failed  # the class stays broken (for some checkpoints) with the patch
 
 
@@ -521,7 +586,7 @@ def _partial_lines(model: str, patch: Any) -> list[str]:
 
 
 @click.command()
-@click.argument("name", metavar="MEMBER|CLASS")
+@click.argument("name", metavar="[MEMBER|CLASS]", required=False)
 @click.option("--at", "version", required=True, help="The version to explain.")
 @algorithm_option()
 @click.option(
@@ -534,23 +599,35 @@ def _partial_lines(model: str, patch: Any) -> list[str]:
 @click.option(
     "-m", "--model", "model", help="Also how this entry class provides it, and its contract."
 )
+@checkpoint_options
 @source_options
 @format_option("text", "json")
 def why(
-    name: str,
+    name: str | None,
     version: str,
     algorithm: str,
     role: str | None,
     model: str | None,
+    checkpoints: Checkpoints,
     ws: Workspace,
     fmt: str,
 ) -> None:
     """Why ALGORITHM needs MEMBER at VERSION: each site, its condition, and the call path
     from the algorithm's worker to it. Given an entry CLASS instead (or -m CLASS): how it
-    provides each member, and whether it keeps EAGLE3's aux-hidden-state contract."""
+    provides each member, and whether it keeps EAGLE3's aux-hidden-state contract.
+
+    With --model-config (and --draft-config): the same for the classes the checkpoints
+    load, with the requirements as their configs decide them (NAME may be left out)."""
     from tracker.compare.snapshot import pick_algorithms
     from tracker.render.documents import check_doc, document_json, requirement_doc
 
+    if checkpoints.given:
+        from tracker.cli.checkpoint_commands import why_checkpoints
+
+        why_checkpoints(ws, name, version, algorithm, role, model, checkpoints, fmt)
+        return
+    if name is None:
+        raise TrackerError("give a MEMBER or a CLASS to explain, or --model-config PATH")
     snap = ws.snapshot(version)
     (alg,) = pick_algorithms(
         snap.interface.algorithms, (algorithm,), aliases=snap.interface.aliases, note=note_line

@@ -17,6 +17,7 @@ from typing import TYPE_CHECKING, Any
 import click
 
 from tracker.cli.bisect import NO_BISECT_HELP, broke_in_finder
+from tracker.cli.checkpoints import Checkpoints, checkpoint_options
 from tracker.cli.options import (
     algorithms_option,
     config_option,
@@ -394,6 +395,7 @@ def _outcome_lines(outcome: ReleaseOutcome, dry_run_on: str | None = None) -> li
     help="The entry class that was served (an unpack error names none; an AttributeError "
     "may name its inner class).",
 )
+@checkpoint_options
 @source_options
 @format_option("text", "json")
 @rendering_options
@@ -403,6 +405,7 @@ def triage(
     algorithms: tuple[str, ...],
     until: str | None,
     model: str | None,
+    checkpoints: Checkpoints,
     ws: Workspace,
     fmt: str,
     render_options: RenderOptions,
@@ -419,7 +422,10 @@ def triage(
     when those releases disagree on the class, or none matches, it says in which
     releases the class is broken that way. The patch is written from the version's source
     files: a release's archive is downloaded (once, then cached) even when its snapshot
-    ships."""
+    ships.
+
+    With --model-config (and --draft-config), the class is the one the release loads for
+    the checkpoints, and its check is the one their configs decide."""
     from tracker.compare.snapshot import pick_algorithms
     from tracker.release.triage import parse_error, triage_document
     from tracker.render.documents import render
@@ -433,6 +439,22 @@ def triage(
     chosen = pick_algorithms(
         snap.interface.algorithms, algorithms, aliases=snap.interface.aliases, note=note_line
     )
+    interface, compat = snap.interface, snap.compat
+    if checkpoints.given:
+        from tracker.cli.checkpoint_commands import triage_compat
+
+        interface, compat, model = triage_compat(
+            ws,
+            src,
+            resolved,
+            chosen,
+            checkpoints,
+            error.class_name,
+            error.member,
+            model,
+            interface,
+            compat,
+        )
     runs = _runs_when_undecided(ws, src, error, model, chosen, origin, candidates)
 
     def patch_for(check: Any) -> dict[str, Any] | None:
@@ -442,8 +464,8 @@ def triage(
 
     doc = triage_document(
         error,
-        snap.interface,
-        snap.compat,
+        interface,
+        compat,
         chosen,
         describe_snapshot(ws, snap, fmt),
         later=_later(ws, src, resolved, until),

@@ -324,6 +324,11 @@ class Workspace:
                 cannot_write_cache(cache_file.parent, exc)
         return replace(snap, compat=self.mark(snap.compat), basis=label)
 
+    def stored_snapshot(self, source: Source, version: str) -> Snapshot | None:
+        """The version's snapshot when one is shipped or cached and current, else None:
+        never an analysis (for hints that may look at every release)."""
+        return self._lookup(source, version)[0]
+
     def basis_of(self, source: Source, version: str) -> Basis | None:
         """The release a tree of a git or directory source is based on (its label is
         shown whatever built the pack's notes), or None."""
