@@ -178,3 +178,23 @@ def test_no_dflash_or_dspark_draft_is_checked_as_another_algorithms_draft(
     }
     assert rows, "the release registers DFlash/DSpark drafts"
     assert {a for _, a in rows} <= {"DFLASH", "DSPARK"}
+
+
+def test_the_interface_a_shipped_snapshot_holds_is_the_one_built_from_the_archive(
+    releases: dict[str, Analysed], real_pypi: PypiSource, use_real_cache: object
+) -> None:
+    # Commands that need a release's index as well (a checkpoint's check) take its
+    # interface from the shipped snapshot instead of building it again: it must be the same.
+    from dataclasses import fields
+
+    from tracker.compare.workspace import Workspace
+
+    ws = Workspace(real_pypi)
+    for version in RELEASES:
+        stored = ws.analyse(real_pypi, version).interface
+        built = releases[version].interface
+        for f in fields(built):
+            a, b = getattr(stored, f.name), getattr(built, f.name)
+            if f.name == "warnings":  # a snapshot keeps them sorted
+                a, b = sorted(a), sorted(b)
+            assert a == b, (version, f.name)

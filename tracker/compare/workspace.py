@@ -228,7 +228,9 @@ class Workspace:
             # changes only files the analysis never loads): that answer, relabelled.
             interface, compat = relabel(*same, version)
         else:
-            interface = self._interface(version, index, self.reusable_basis(source, version))
+            interface = self._stored_interface(source, version) or self._interface(
+                version, index, self.reusable_basis(source, version)
+            )
             # Kept with the interface, so a snapshot read from the cache says it again.
             interface.warnings.extend(file_warnings)
             compat = build_compat(index, interface, memo=self._checks)
@@ -246,6 +248,21 @@ class Workspace:
             del self._analyses[next(iter(self._analyses))]
         self._analyses[memo] = analysis
         return analysis
+
+    def _stored_interface(self, source: Source, version: str) -> Interface | None:
+        """A release's interface from its shipped or cached snapshot, which this tool built
+        from the same archive: what building it again would give (commands that need the
+        index too, as a checkpoint's check, skip the interface build)."""
+        if source.kind != "pypi":
+            return None
+        from tracker.analysis.reuse import relabel_interface
+
+        snap = self._lookup(source, version)[0]
+        if snap is None:
+            return None
+        # The caller adds the tree's file warnings again.
+        warnings = [w for w in snap.interface.warnings if FILE_WARNING not in w]
+        return relabel_interface(replace(snap.interface, warnings=warnings), version)
 
     def _interface(
         self, version: str, index: VersionIndex, based: tuple[Basis, Snapshot] | None = None
