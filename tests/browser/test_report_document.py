@@ -21,6 +21,7 @@ from tracker.compare.snapshot import Snapshot, load_file, shipped_dir
 from tracker.compare.workspace import shipped_versions
 from tracker.render import report as rpt
 from tracker.render.report import html as report_html
+from tracker.render.report.graph import module_of
 from tracker.sources.versions import expand_range
 
 SVG = "{http://www.w3.org/2000/svg}"
@@ -160,13 +161,17 @@ def test_call_graph_is_the_union_of_call_paths(
     nodes = view.nodes
     # Exactly the functions on the recorded call paths (plus runner code without one).
     v059 = next(s for s in snaps if s.version == "v0.5.9")
-    on_paths = {
-        f for r in v059.interface.for_algorithm("EAGLE3") for s in r.sites for f in s.call_path
-    }
-    assert set(nodes) == on_paths | {cuda}
+    sites = [s for r in v059.interface.for_algorithm("EAGLE3") for s in r.sites]
+    on_paths = {f for s in sites for f in s.call_path}
+    # Runner code reached without a recorded path is shown too, and marked as such.
+    detached = {f"{module_of(s.path)}:{s.function}" for s in sites if not s.call_path}
+    assert set(nodes) == on_paths | detached
+    for k in detached - on_paths:
+        assert "detached" in nodes[k].classes
     assert {"root", "target-site"} <= set(nodes[worker].classes)
     assert "target-site" in nodes[runner].classes
-    assert "detached" in nodes[cuda].classes  # shown, and marked as such
+    # The CUDA graph runner is reached from the model runner: on a path, not detached.
+    assert cuda in on_paths and "detached" not in nodes[cuda].classes
     assert (nodes[runner].scope, nodes[runner].name) == ("ModelRunner", "initialize")
     assert nodes[runner].module == "model_executor.model_runner"
     layers = [m for m in nodes[runner].members if m.member == "set_eagle3_layers_to_capture"]

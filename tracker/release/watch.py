@@ -120,6 +120,9 @@ class Sink(Protocol):
     """Where issues go: the GitHub repository, or a directory of markdown files."""
 
     destination: str
+    # What two runs must not file to at once: the destination, and for GitHub the API
+    # server too (one repository name on two servers is two destinations).
+    lock_key: str
 
     def known(self) -> dict[str, Tracked]: ...
 
@@ -138,6 +141,7 @@ class GitHubSink:
     def __init__(self, client: GitHubClient) -> None:
         self.client = client
         self.destination = f"github:{client.repo}"
+        self.lock_key = f"{client.api_url}/repos/{client.repo}"
         self._numbers: dict[str, int] = {}
 
     def known(self) -> dict[str, Tracked]:
@@ -178,6 +182,7 @@ class DirSink:
     def __init__(self, directory: Path, overwrite: bool = False) -> None:
         self.directory = directory
         self.destination = f"dir:{directory.resolve()}"
+        self.lock_key = self.destination
         self.overwrite = overwrite  # `tracker issues` rewrites; `watch` files once
 
     @property
@@ -276,6 +281,7 @@ class DryRunSink:
     def __init__(self, inner: Sink) -> None:
         self.inner = inner
         self.destination = inner.destination
+        self.lock_key = inner.lock_key
         self._filed: dict[str, Tracked] = {}
         self._closed: set[str] = set()
 
@@ -538,7 +544,7 @@ def run_watch(
         return _run_watch(
             ws, sink, state_path, since, until, algorithms, options, on_release, note, True
         )
-    destination = hashlib.sha1(sink.destination.encode(), usedforsecurity=False).hexdigest()
+    destination = hashlib.sha1(sink.lock_key.encode(), usedforsecurity=False).hexdigest()
     with (
         held(state_path.with_name(f"{state_path.name}.lock"), f"the watch state {state_path}"),
         held(cache_root() / "locks" / f"watch-{destination[:16]}.lock", sink.destination),
