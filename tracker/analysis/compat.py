@@ -555,7 +555,16 @@ def unparsed_problem(index: VersionIndex, cls: str, workers: tuple[str, ...]) ->
 def missing_import(index: VersionIndex, facts: ModuleFacts) -> str:
     """`from sglang.srt.x import Name` at the top of a module, where x is a module read in
     full (not a package, whose submodules may not be loaded) that binds no Name: importing the
-    module fails, so SGLang's registry never registers its classes. "" when none does."""
+    module fails, so SGLang's registry never registers its classes. "" when none does. Kept
+    per module in the index: every class of a model file, and every algorithm, asks it."""
+    memo_key = ("missing_import", facts.module_name)
+    known = index.derived.get(memo_key)
+    if known is None:
+        known = index.derived[memo_key] = _missing_import(index, facts)
+    return known
+
+
+def _missing_import(index: VersionIndex, facts: ModuleFacts) -> str:
     for imp in facts.imports:
         if imp.scope or imp.type_checking or imp.name in (None, "*"):
             continue
@@ -570,7 +579,7 @@ def missing_import(index: VersionIndex, facts: ModuleFacts) -> str:
             or source.problem
         ):
             continue
-        if imp.name not in _bound_names(source):
+        if imp.name not in _bound_names(index, source):
             return (
                 f"not registered: {facts.path.removeprefix(SRT_PREFIX)} imports {imp.name}, "
                 f"which {source.path.removeprefix(SRT_PREFIX)} does not define"
@@ -578,7 +587,15 @@ def missing_import(index: VersionIndex, facts: ModuleFacts) -> str:
     return ""
 
 
-def _bound_names(facts: ModuleFacts) -> set[str]:
+def _bound_names(index: VersionIndex, facts: ModuleFacts) -> set[str]:
+    memo_key = ("bound_names", facts.module_name)
+    known: set[str] | None = index.derived.get(memo_key)
+    if known is None:
+        known = index.derived[memo_key] = _module_names(facts)
+    return known
+
+
+def _module_names(facts: ModuleFacts) -> set[str]:
     names = {c.name for c in facts.classes if "." not in c.qualname}
     names |= {f.name for f in facts.functions if "." not in f.qualname}
     names |= {a.target for a in facts.assigns if not a.context.scope}
