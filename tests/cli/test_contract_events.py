@@ -15,7 +15,7 @@ from typing import Any
 import pytest
 from click.testing import Result
 from schema_check import errors
-from sgl_trees import CAPTURE_LM_NO_PAIR, tree
+from sgl_trees import CAPTURE_LM, CAPTURE_LM_NO_PAIR, tree
 
 Tracker = Callable[..., Result]
 
@@ -323,3 +323,31 @@ def test_history_says_the_qwen3_5_wrapper_breaks_the_contract_then_no_longer_doe
         "  v0.5.22        fixed     ok · no longer breaks the aux-hidden-state contract: "
         "aux hidden states never captured"
     ) in lines
+
+
+# The setter hands the layer ids to an inner model whose class the analysis cannot find.
+UNFOLLOWED_LM = CAPTURE_LM.replace(
+    "self.model = DecModel(config)", "self.model = build_model(config)"
+).replace(
+    "self.model.layers_to_capture = [i + 1 for i in layer_ids]",
+    "self.model.set_eagle3_layers_to_capture(layer_ids)",
+)
+
+
+def test_a_contract_not_followed_is_unknown_counted_and_fails_check_on_unknown(
+    tmp_path: Path, cli_run: Tracker
+) -> None:
+    assert UNFOLLOWED_LM != CAPTURE_LM
+    root = write_tree(tmp_path / "tree", {"models/dec.py": UNFOLLOWED_LM})
+    source = ["local", "--source", f"dir:{root}", "-q", "-a", "EAGLE3", "-m", "DecForCausalLM"]
+    doc = json.loads(cli_run("check", *source, "--format", "json").stdout)
+    (row,) = doc["checks"]
+    assert (row["status"], row["contract"]) == ("unknown", [])
+    assert "the class of self.model is not known" in row["contract_unknown"]
+    assert doc["counts"]["unknown"] == 1 and doc["counts"]["ok"] == 0
+    text = cli_run("check", *source)
+    assert text.exit_code == 0 and " 1 unknown, 0 ok" in text.stdout
+    assert "contract not followed: " in text.stdout
+    failed = cli_run("check", *source, "--fail-on", "unknown")
+    assert failed.exit_code == 1
+    assert cli_run("check", *source, "--fail-on", "broken").exit_code == 0

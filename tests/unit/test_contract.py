@@ -167,3 +167,27 @@ def test_aux_states_unpacked_straight_from_the_inner_call_reach_the_logits() -> 
     dropped = UNPACK_FROM_CALL_WRAPPER.replace("batch, aux_hidden_states)", "batch)")
     result = contract_of(DECODER + dropped, "DecForCausalLM")
     assert {f.rule for f in result.findings} == {ContractRule.AUX_NOT_TO_LOGITS.id}
+
+
+# A wrapper whose missing members come from the causal LM it holds (`__getattr__`).
+GETATTR_WRAPPER = """
+class DecWrapper(nn.Module):
+    def __init__(self, config):
+        super().__init__()
+        self.language_model = DecForCausalLM(config)
+
+    def __getattr__(self, name):
+        return getattr(self.language_model, name)
+
+    def forward(self, input_ids, batch):
+        return self.language_model(input_ids, batch)
+"""
+
+
+def test_a_setter_found_through_getattr_is_followed_into_the_forwarded_class() -> None:
+    result = contract_of(DECODER + WRAPPER + GETATTR_WRAPPER, "DecWrapper")
+    assert (result.status, result.findings, result.unknown) == ("ok", (), "")
+    # The forwarded class's own break is the wrapper's.
+    broken, _fixed, _cls = CASES[ContractRule.AUX_NOT_TO_LOGITS]
+    dropped = contract_of(broken + GETATTR_WRAPPER, "DecWrapper")
+    assert {f.rule for f in dropped.findings} == {ContractRule.AUX_NOT_TO_LOGITS.id}

@@ -15,7 +15,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 
-from tracker.analysis.contract import SETTER, ContractFinding, check_contract
+from tracker.analysis.contract import NO_FORWARD, SETTER, ContractFinding, check_contract
 from tracker.analysis.externals import EMPTY_BASES, OBJECT_MEMBERS, ExternalBases, bases_for
 from tracker.analysis.index import ClassInfo, Resolution, VersionIndex, key
 from tracker.analysis.interface import Interface, Requirement
@@ -518,7 +518,11 @@ def check_entry(
     if status == "ok" and role == "target" and SETTER in members:
         result = check_contract(index, entry.key)
         contract, contract_unknown = result.findings, result.unknown
-        status = CheckStatus.BROKEN if contract else status
+        # A contract the analysis could not follow proves nothing: the class is not ok.
+        # A class with no forward at all is left as it is: nn.Module's raises, so the class
+        # cannot serve anything, and no contract is there to follow.
+        unfollowed = bool(contract_unknown) and contract_unknown != NO_FORWARD
+        status = CheckStatus.BROKEN if contract else CheckStatus.UNKNOWN if unfollowed else status
     return ModelCheck(
         entry.name,
         entry.path,

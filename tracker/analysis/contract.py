@@ -34,6 +34,9 @@ _SELF_CHAIN = re.compile(r"^self((?:\.[A-Za-z_]\w*)*)(\[[^\]]*\])?$")
 _WORD = re.compile(r"[A-Za-z_]\w*")
 
 
+# Why a contract is not followed when the class has no forward (nn.Module's raises).
+NO_FORWARD = "no forward to follow"
+
 # What a user sees when the forward unpacks (hidden_states, aux) from a bare tensor.
 UNPACK_ERROR = "ValueError: too many values to unpack (expected 2)"
 
@@ -477,13 +480,19 @@ def check_contract(index: VersionIndex, cls: str) -> ContractResult:
     """The aux-hidden-state contract of the class keyed `cls` (which defines or inherits
     `set_eagle3_layers_to_capture`)."""
     c = _Contract(index)
+    if index.find_method(cls, "forward") is None:
+        return ContractResult("unknown", unknown=NO_FORWARD)
     setter = index.find_method(cls, SETTER)
-    if setter is None:
-        return ContractResult("unknown", unknown=f"no {SETTER} to follow")
-    writes = c.setter_writes(cls, setter, "")
+    if setter is not None:
+        writes = c.setter_writes(cls, setter, "")
+    else:
+        forwarded = _forwarded_setters(c, cls)
+        if forwarded is None:
+            return ContractResult("unknown", unknown=f"no {SETTER} to follow")
+        writes = forwarded
     top = c.chain(cls, "", frozenset({cls}))
     if top is None:
-        return ContractResult("unknown", unknown="no forward to follow")
+        return ContractResult("unknown", unknown=NO_FORWARD)
     findings: list[ContractFinding] = []
     for frame in _frames(top):
         findings += _capture_reads(c, cls, frame, writes)
@@ -510,6 +519,31 @@ def check_contract(index: VersionIndex, cls: str) -> ContractResult:
     if c.unknown:
         return ContractResult("unknown", unknown="; ".join(dict.fromkeys(c.unknown)))
     return ContractResult("ok")
+
+
+def _forwarded_setters(c: _Contract, cls: str) -> Written | None:
+    """The writes of the setter a `__getattr__` forward finds (`return getattr(self.inner,
+    name)`): the forwarded object's own setter runs, on that object; None when no class
+    that `self.<attr>` may hold defines one."""
+    out: Written = {}
+    found = False
+    for owner in c.index.mro(cls)[0]:
+        fwd = c.index.classes[owner].forward
+        if fwd is None or fwd.problem:
+            continue
+        for target in fwd.targets:
+            attr = target.removeprefix("self.")
+            if not target.startswith("self.") or not attr.isidentifier():
+                continue
+            for inner in sorted(c.index.attr_candidates(cls, attr).classes):
+                setter = c.index.find_method(inner, SETTER)
+                if setter is not None:
+                    found = True
+                    writes = c.setter_writes(inner, setter, attr)
+                    out.update({k: v for k, v in writes.items() if k not in out})
+        if found:
+            return out
+    return None
 
 
 def _reads(c: _Contract, frame: _Frame) -> list[tuple[str, str, bool, ContractSite]]:
@@ -717,6 +751,7 @@ def _logits(c: _Contract, top: _Frame) -> list[ContractFinding]:
 
 
 __all__ = [
+    "NO_FORWARD",
     "UNPACK_ERROR",
     "ContractFinding",
     "ContractResult",
