@@ -5,6 +5,7 @@ classes whose setter and decoder agree never get a finding."""
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from pathlib import Path
 
 import pytest
@@ -112,3 +113,79 @@ def test_classes_whose_setter_and_decoder_agree_never_get_a_finding(
     # They were checked: the contract ran (ok, no reason to doubt) where they are ok.
     kimi = compats["v0.5.10"].check_for("KimiK25ForConditionalGeneration", "EAGLE3")
     assert kimi is not None and kimi.status == "ok" and kimi.contract_unknown == ""
+
+
+# Analysed from the release's files (not its shipped snapshot), once for the session, by
+# the tests of findings newer than the shipped snapshots.
+_FROM_SOURCE: dict[str, Compat] = {}
+
+
+@pytest.fixture
+def analysed(use_real_cache: Path) -> Callable[[str], Compat]:
+    def of(version: str) -> Compat:
+        if version not in _FROM_SOURCE:
+            ws = Workspace(open_source("pypi", None, Path.cwd()), use_shipped=False)
+            _FROM_SOURCE[version] = ws.analyse(ws.source, version).compat
+        return _FROM_SOURCE[version]
+
+    return of
+
+
+def _findings(compat: Compat, model: str, algorithm: str = "EAGLE3") -> dict[str, list[str]]:
+    check = compat.check_for(model, algorithm)
+    assert check is not None
+    return {f.message: [s.render() for s in f.sites] for f in check.contract}
+
+
+def test_qwen4_exp_loses_its_aux_states_three_ways_on_the_way_to_the_drafter(
+    analysed: Callable[[str], Compat],
+) -> None:
+    # qwen4_exp.py v0.5.23: Qwen4ExpModel.forward returns (hidden_states, hc_hidden_states)
+    # on every non-idle batch (:2171) before its aux return (:2175); its decoder layers
+    # take captured_last_layer_outputs in **kwargs and never read it (:1775, :1976);
+    # Qwen4ExpVLModel.forward unpacks the pair and returns hidden_states alone (:2216).
+    # Before, the forward path stopped at `output = super().forward(...)`: "ok".
+    found = _findings(analysed("v0.5.23"), "Qwen4ExpForConditionalGeneration")
+    assert found == {
+        "the decoder returns hc_hidden_states where the aux hidden states go": [
+            "Qwen4ExpModel.forward returns hc_hidden_states as the aux (qwen4_exp.py:2171)",
+            "Qwen4ExpModel.forward returns aux_hidden_states (qwen4_exp.py:2175)",
+        ],
+        "the decoder hands its aux list to layers that never fill it": [
+            "Qwen4ExpModel.forward hands aux_hidden_states to layer as "
+            "captured_last_layer_outputs (qwen4_exp.py:2128)",
+            "Qwen4ExpAttentionDecoderLayer.forward takes captured_last_layer_outputs in "
+            "**kwargs and never reads it (qwen4_exp.py:1976)",
+            "Qwen4ExpLinearDecoderLayer.forward takes captured_last_layer_outputs in "
+            "**kwargs and never reads it (qwen4_exp.py:1775)",
+            "Qwen4ExpModel.forward returns aux_hidden_states (qwen4_exp.py:2175)",
+        ],
+        "a forward on the way strips (hidden_states, aux_hidden_states) to its first element": [
+            "Qwen4ExpVLModel.forward unpacks hidden_states, self.last_hc_hidden_states and "
+            "returns hidden_states alone (qwen4_exp.py:2216)",
+            "Qwen3VLForConditionalGeneration.forward unpacks hidden_states, "
+            "aux_hidden_states (qwen3_vl.py:1664)",
+        ],
+    }
+    check = analysed("v0.5.23").check_for("Qwen4ExpForConditionalGeneration", "EAGLE3")
+    assert check is not None and check.status == "broken"
+
+
+def test_a_target_whose_contract_is_not_followed_is_unknown_with_the_reason(
+    analysed: Callable[[str], Compat],
+) -> None:
+    # mindspore.py hands the layer ids to self.model, built by a backend outside SGLang.
+    check = analysed("v0.5.23").check_for("MindSporeForCausalLM", "EAGLE3")
+    assert check is not None and check.status == "unknown" and check.missing == ()
+    assert "the class of self.model is not known" in check.contract_unknown
+
+
+def test_no_class_whose_contract_the_releases_keep_is_reported_broken_from_its_source(
+    analysed: Callable[[str], Compat],
+) -> None:
+    compat = analysed("v0.5.23")
+    flagged = {c.model for c in compat.checks if c.contract}
+    assert flagged == {"Qwen4ExpForConditionalGeneration"}
+    for model in (*AGREEING, "Qwen3VLForConditionalGeneration", "Glm5NextForConditionalGeneration"):
+        check = compat.check_for(model, "EAGLE3")
+        assert check is not None and check.status == "ok", check

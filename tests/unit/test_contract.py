@@ -191,3 +191,97 @@ def test_a_setter_found_through_getattr_is_followed_into_the_forwarded_class() -
     broken, _fixed, _cls = CASES[ContractRule.AUX_NOT_TO_LOGITS]
     dropped = contract_of(broken + GETATTR_WRAPPER, "DecWrapper")
     assert {f.rule for f in dropped.findings} == {ContractRule.AUX_NOT_TO_LOGITS.id}
+
+
+# A decoder that returns another stream in the aux slot on its common path.
+OTHER_STREAM_DECODER = DECODER.replace(
+    "        if len(aux_hidden_states) == 0:\n",
+    "        streams = self.mix(hidden_states)\n"
+    "        if self.keep_streams:\n"
+    "            return hidden_states, streams\n"
+    "        if len(aux_hidden_states) == 0:\n",
+)
+# A model between the causal LM and the decoder that keeps the second element for itself.
+STRIPPING_MODEL = """
+class DecStreamsModel(DecModel):
+    def forward(self, input_ids):
+        output = super().forward(input_ids)
+        hidden_states, self.streams = output
+        return hidden_states
+"""
+STRIPPING_WRAPPER = WRAPPER.replace(
+    "self.model = DecModel(config)", "self.model = DecStreamsModel(config)"
+)
+# A decoder that hands the aux list to its layers, which take it in **kwargs.
+HANDING_DECODER = DECODER.replace(
+    """            if i in self.layers_to_capture:
+                aux_hidden_states.append(hidden_states)
+            hidden_states = layer(hidden_states)
+""",
+    """            hidden_states = layer(
+                hidden_states,
+                captured=aux_hidden_states if i in self.layers_to_capture else None,
+            )
+""",
+)
+SWALLOWING_LAYER = """
+class DecLayer(nn.Module):
+    def forward(self, hidden_states, **kwargs):
+        return self.mlp(hidden_states, kwargs.get("residual"))
+"""
+FILLING_LAYER = """
+class DecLayer(nn.Module):
+    def forward(self, hidden_states, captured=None):
+        if captured is not None:
+            captured.append(hidden_states)
+        return self.mlp(hidden_states)
+"""
+CASES[ContractRule.AUX_SLOT_OTHER_STREAM] = (
+    OTHER_STREAM_DECODER + WRAPPER,
+    DECODER + WRAPPER,
+    "DecForCausalLM",
+)
+SHAPES = {
+    # name: (broken source, fixed source, rule, message)
+    "other_stream": (
+        OTHER_STREAM_DECODER + WRAPPER,
+        DECODER + WRAPPER,
+        ContractRule.AUX_SLOT_OTHER_STREAM,
+        "the decoder returns streams where the aux hidden states go",
+    ),
+    "stripped": (
+        DECODER + STRIPPING_MODEL + STRIPPING_WRAPPER,
+        DECODER
+        + STRIPPING_MODEL.replace("return hidden_states", "return output")
+        + STRIPPING_WRAPPER,
+        ContractRule.AUX_NEVER_RETURNED,
+        "a forward on the way strips (hidden_states, aux_hidden_states) to its first element",
+    ),
+    "kwargs_swallow": (
+        SWALLOWING_LAYER + HANDING_DECODER + WRAPPER,
+        FILLING_LAYER + HANDING_DECODER + WRAPPER,
+        ContractRule.AUX_NEVER_RETURNED,
+        "the decoder hands its aux list to layers that never fill it",
+    ),
+}
+
+
+@pytest.mark.parametrize("shape", sorted(SHAPES))
+def test_each_shape_that_loses_the_aux_states_on_the_way_is_a_break(shape: str) -> None:
+    broken, fixed, rule, message = SHAPES[shape]
+    assert broken != fixed
+    result = contract_of(broken, "DecForCausalLM")
+    assert result.status == "broken"
+    assert [(f.rule, f.message) for f in result.findings] == [(rule.id, message)]
+    quiet = contract_of(fixed, "DecForCausalLM")
+    assert (quiet.status, quiet.findings, quiet.unknown) == ("ok", (), "")
+
+
+def test_a_swallowed_aux_list_names_the_hand_over_and_each_layer_that_drops_it() -> None:
+    broken, _fixed, _rule, _message = SHAPES["kwargs_swallow"]
+    (finding,) = contract_of(broken, "DecForCausalLM").findings
+    assert [s.what for s in finding.sites] == [
+        "DecModel.forward hands aux_hidden_states to layer as captured",
+        "DecLayer.forward takes captured in **kwargs and never reads it",
+        "DecModel.forward returns aux_hidden_states",
+    ]

@@ -29,7 +29,8 @@ MODELS = "sglang.srt.models."
 # Capture state is named for what it does (`capture_aux_hidden_states`,
 # `layers_to_capture`, `_is_layer_to_capture`); the query narrows reads the same way.
 CAPTURE_NAME = re.compile(r"capture")
-_MAX_DEPTH = 4  # wrapper -> causal LM -> decoder is three; deeper is not a model chain
+# wrapper -> causal LM -> decoder is three; each `super().forward` on the way adds one.
+_MAX_DEPTH = 6
 _SELF_CHAIN = re.compile(r"^self((?:\.[A-Za-z_]\w*)*)(\[[^\]]*\])?$")
 _WORD = re.compile(r"[A-Za-z_]\w*")
 
@@ -68,6 +69,14 @@ class ContractRule(Enum):
         "AttributeError on the first forward: the attribute is read before anything sets it",
         "create the attribute in the __init__ that actually runs (call the parent's "
         "__init__), or set it in set_eagle3_layers_to_capture",
+    )
+    AUX_SLOT_OTHER_STREAM = (
+        "aux_slot_other_stream",
+        "another stream where the aux hidden states go",
+        "no error where it happens: the forward output carries another tensor as the aux "
+        "hidden states, so the draft gets the wrong states (or fails on their shape)",
+        "return the aux list the decoder fills in the pair's second place, and pass the "
+        "other stream some other way",
     )
     AUX_NOT_TO_LOGITS = (
         "aux_not_to_logits",
@@ -156,6 +165,13 @@ class _Contract:
                 by_scope[e.scope].append(e)
             self._effects[module] = by_scope
         return self._effects[module].get(qual, [])
+
+    def nested_effects(self, fn: str) -> list[Effect]:
+        """The effects of functions defined inside `fn` (a closure a layer is handed)."""
+        module, qual = split_key(fn)
+        self.effects(fn)
+        scopes = self._effects[module]
+        return [e for scope, es in scopes.items() if scope.startswith(qual + ".") for e in es]
 
     def returns(self, fn: str) -> list[Return]:
         module, qual = split_key(fn)
@@ -332,9 +348,12 @@ class _Contract:
 
     # ----------------------------------------------------------------------- the forward
 
-    def chain(self, cls: str, prefix: str, seen: frozenset[str]) -> _Frame | None:
-        """`cls.forward` and, below it, the forwards of the inner models it runs."""
-        fn = self.index.find_method(cls, "forward")
+    def chain(
+        self, cls: str, prefix: str, seen: frozenset[str], fn: str | None = None
+    ) -> _Frame | None:
+        """`cls.forward` (or the base's forward `fn` it runs through `super()`) and, below
+        it, the forwards of the inner models it runs."""
+        fn = fn or self.index.find_method(cls, "forward")
         if fn is None:
             return None
         frame: _Frame = _Frame(cls, fn, prefix)
@@ -351,7 +370,9 @@ class _Contract:
                         attrs.add(found.group(1)[1:])
         parent = self._super_forward(cls, fn)
         if parent is not None:
-            frame.inner.append(_Frame(cls, parent, prefix))
+            # The base's forward runs on the same object, with the inner models it runs.
+            below = self.chain(cls, prefix, seen | {parent}, parent)
+            frame.inner.append(below or _Frame(cls, parent, prefix))
         for attr in sorted(attrs):
             if self.index.find_method(cls, attr) is not None:
                 continue  # a method (a helper above), not an inner model
@@ -364,13 +385,14 @@ class _Contract:
         return frame
 
     def _super_forward(self, cls: str, fn: str) -> str | None:
-        """`return super().forward(...)`: the parent's forward runs on the same object."""
+        """`return super().forward(...)`, or `output = super().forward(...)`: the parent's
+        forward runs on the same object."""
         if not any(
             r.value.op == "call"
             and r.value.text.startswith("super(")
             and r.value.text.endswith(".forward")
             for r in self.returns(fn)
-        ):
+        ) and not any(e.kind == "call" and e.text == "super().forward" for e in self.effects(fn)):
             return None
         mro = self.index.mro(cls)[0]
         here = key(split_key(fn)[0], self.fdef(fn).owner or "")
@@ -654,14 +676,57 @@ def _unpack_sites(c: _Contract, frame: _Frame) -> list[ContractSite]:
     ]
 
 
+def _reaches(c: _Contract, frame: _Frame) -> bool:
+    """Whether a (hidden_states, aux) pair reaches the caller of this forward: it returns
+    one, or hands on what a forward below returns, without stripping it."""
+    if _pair_return(c, frame) is not None:
+        return True
+    if _strip_site(c, frame) is not None:
+        return False
+    return any(_reaches(c, sub) for sub in frame.inner)
+
+
+def _strip_site(c: _Contract, frame: _Frame) -> ContractSite | None:
+    """Where a forward that returns no pair unpacks a name holding its inner call's pair
+    and returns only the first element (`hidden_states, self.extra = output; return
+    hidden_states`): the aux states never reach the caller that unpacks them."""
+    if _pair_return(c, frame) is not None or not frame.inner:
+        return None
+    if not any(_pair_return(c, f) for sub in frame.inner for f in _frames(sub)):
+        return None
+    firsts = {
+        e.text.split(",")[0]: e
+        for e in c.effects(frame.fn)
+        if e.kind == "unpack" and e.text.count(",") == 1 and _WORD.fullmatch(e.value)
+    }
+    for r in c.returns(frame.fn):
+        if r.value.op == "ref" and r.value.text in firsts:
+            unpack = firsts[r.value.text]
+            what = (
+                f"{c.label(frame.fn)} unpacks {unpack.text.replace(',', ', ')} and returns "
+                f"{r.value.text} alone"
+            )
+            return ContractSite(c.path(frame.fn), r.line, what)
+    return None
+
+
 def _unpacks(c: _Contract, frame: _Frame) -> list[ContractFinding]:
     """Rule 2: a forward that unpacks (hidden, aux) from an inner model whose forwards
     never return a pair."""
     if not frame.inner:
         return []
     below = [f for sub in frame.inner for f in _frames(sub)]
-    if any(_pair_return(c, f) for f in below):
+    if any(_reaches(c, sub) for sub in frame.inner):
         return []
+    strips = [site for f in below if (site := _strip_site(c, f)) is not None]
+    if strips:  # a pair is returned below, and cut down to its first element on the way
+        message = (
+            "a forward on the way strips (hidden_states, aux_hidden_states) to its first element"
+        )
+        return [
+            ContractFinding(ContractRule.AUX_NEVER_RETURNED.id, message, (*strips, site))
+            for site in _unpack_sites(c, frame)
+        ]
     out = []
     for site in _unpack_sites(c, frame):
         sites = (
@@ -676,26 +741,124 @@ def _unpacks(c: _Contract, frame: _Frame) -> list[ContractFinding]:
     return out
 
 
+def _pair_returns(c: _Contract, frame: _Frame) -> list[Return]:
+    return [
+        r
+        for r in c.returns(frame.fn)
+        if (r.value.op == "seq" and len(r.value.args) >= 2)
+        or (r.value.op == "other" and _PAIR_TEXT.search(r.value.text))
+    ]
+
+
 def _aux_filled(c: _Contract, frame: _Frame) -> list[ContractFinding]:
     """Rule 2: the aux list a decoder returns must be filled (appended to, extended,
-    handed to a layer, or unpacked from an inner call)."""
-    r = _pair_return(c, frame)
-    assert r is not None
-    names = _returned_names(r)
-    if not names:
+    handed to a layer that takes it, or unpacked from an inner call), and every pair the
+    decoder returns must carry it (not another stream in its place)."""
+    named = [(r, _returned_names(r)) for r in _pair_returns(c, frame)]
+    if not named or any(not names for _r, names in named):
         return []  # an element that is not a plain name: not followed
-    fns = c.helpers(frame.cls, frame.fn)
-    for f in fns:
-        for e in c.effects(f):
-            if e.kind == "call" and (e.text.split(".")[0] in names or _mentions(e.args, names)):
-                return []
-            if e.kind == "unpack" and names & set(e.text.split(",")):
-                return []
-    site = ContractSite(
-        c.path(frame.fn), r.line, f"{c.label(frame.fn)} returns {', '.join(sorted(names))}"
+    label = c.label(frame.fn)
+    filled: set[str] = set()
+    swallowed: dict[str, list[ContractSite]] = {}
+    for name in sorted({n for _r, names in named for n in names or ()}):
+        how = _filled(c, frame, name)
+        if how is None:
+            filled.add(name)
+        elif how:
+            swallowed[name] = how
+    aux = filled or set(swallowed)
+    if not aux:
+        r, names = named[0]
+        site = ContractSite(
+            c.path(frame.fn), r.line, f"{label} returns {', '.join(sorted(names or ()))}"
+        )
+        message = "the decoder returns an aux list it never appends to"
+        return [ContractFinding(ContractRule.AUX_NEVER_RETURNED.id, message, (site,))]
+    r_aux = next(r for r, names in named if names and names & aux)
+    aux_site = ContractSite(
+        c.path(frame.fn), r_aux.line, f"{label} returns {', '.join(sorted(aux))}"
     )
-    message = "the decoder returns an aux list it never appends to"
-    return [ContractFinding(ContractRule.AUX_NEVER_RETURNED.id, message, (site,))]
+    out = []
+    if not filled:
+        lost = tuple(site for sites in swallowed.values() for site in sites)
+        message = "the decoder hands its aux list to layers that never fill it"
+        out.append(ContractFinding(ContractRule.AUX_NEVER_RETURNED.id, message, (*lost, aux_site)))
+    for r, names in named:
+        if names and not names & aux:
+            other = ", ".join(sorted(names))
+            site = ContractSite(c.path(frame.fn), r.line, f"{label} returns {other} as the aux")
+            message = f"the decoder returns {other} where the aux hidden states go"
+            out.append(
+                ContractFinding(ContractRule.AUX_SLOT_OTHER_STREAM.id, message, (site, aux_site))
+            )
+    return out
+
+
+# Calls that look at a list without filling it (`if len(aux_hidden_states) == 0:`).
+_LOOKS_ONLY = frozenset({"len", "bool", "isinstance", "print", "type", "id"})
+
+
+def _filled(c: _Contract, frame: _Frame, name: str) -> list[ContractSite] | None:
+    """None when the forward fills `name` (appends to it, hands it on, unpacks into it);
+    else where it is lost: the layers that take it in `**kwargs` and never read it (empty
+    when it is never handed on at all)."""
+    lost: list[ContractSite] = []
+    for f in c.helpers(frame.cls, frame.fn):
+        for e in c.effects(f) + c.nested_effects(f):
+            if e.kind == "unpack" and name in e.text.split(","):
+                return None
+            if e.kind == "read" and e.text.split(".")[0] == name:
+                return None  # one of its methods handed on (`capture = aux.capture`)
+            if (
+                e.kind != "call"
+                or e.text in _LOOKS_ONLY
+                or not (e.text.split(".")[0] == name or _mentions(e.args, {name}))
+            ):
+                continue
+            keyword = next(
+                (
+                    a.partition("=")[0].strip()
+                    for a in e.args
+                    if "=" in a and _mentions((a.partition("=")[2],), {name})
+                ),
+                "",
+            )
+            if e.text.split(".")[0] == name or not _WORD.fullmatch(keyword):
+                return None
+            if e.text.startswith("self.") and "." not in e.text[5:]:
+                return None  # a helper or an inner model: followed elsewhere, or not at all
+            takers = _swallowers(c, frame, keyword)
+            if not takers:
+                return None
+            site = ContractSite(
+                c.path(f), e.line, f"{c.label(frame.fn)} hands {name} to {e.text} as {keyword}"
+            )
+            lost += [site, *takers]
+    return lost
+
+
+def _swallowers(c: _Contract, frame: _Frame, keyword: str) -> list[ContractSite]:
+    """The layer forwards of the decoder's module that take `keyword` in `**kwargs` and
+    never read it nor hand `**kwargs` on; empty when any forward there takes it by name
+    or reads it (the layer that receives it), or none takes keywords at all."""
+    module = split_key(frame.fn)[0]
+    out = []
+    for k, info in sorted(c.index.classes.items()):
+        fdef = info.methods.get("forward") if info.module == module else None
+        if fdef is None:
+            continue
+        if any(p.name == keyword for p in fdef.params):
+            return []
+        var = next((p.name for p in fdef.params if p.kind == "var_keyword"), None)
+        if var is None:
+            continue
+        fn = key(module, fdef.qualname)
+        texts = [t for f in c.helpers(k, fn) for e in c.effects(f) for t in (e.text, *e.args)]
+        if any(keyword in t or f"**{var}" in t for t in texts):
+            return []
+        what = f"{fdef.qualname} takes {keyword} in **{var} and never reads it"
+        out.append(ContractSite(c.path(fn), fdef.line, what))
+    return out
 
 
 def _logits(c: _Contract, top: _Frame) -> list[ContractFinding]:
