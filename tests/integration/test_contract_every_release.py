@@ -189,3 +189,25 @@ def test_no_class_whose_contract_the_releases_keep_is_reported_broken_from_its_s
     for model in (*AGREEING, "Qwen3VLForConditionalGeneration", "Glm5NextForConditionalGeneration"):
         check = compat.check_for(model, "EAGLE3")
         assert check is not None and check.status == "ok", check
+
+
+def test_qwen2_eagle_draft_skips_its_base_init_and_its_forward_reads_the_flag_at_v0_5_9(
+    analysed: Callable[[str], Compat],
+) -> None:
+    # qwen2_eagle.py v0.5.9:121 calls nn.Module.__init__(self); the inherited
+    # Qwen2ForCausalLM.forward reads self.capture_aux_hidden_states (qwen2.py:490), which
+    # only Qwen2ForCausalLM.__init__ creates (qwen2.py:464). v0.5.16 sets it (:138).
+    check = analysed("v0.5.9").check_for("Qwen2ForCausalLMEagle", "EAGLE", "draft")
+    assert check is not None and check.status == "broken" and check.missing == ()
+    assert [(f.rule, [s.render() for s in f.sites]) for f in check.contract] == [
+        (
+            "capture_attribute_missing",
+            [
+                "Qwen2ForCausalLM.forward reads self.capture_aux_hidden_states (qwen2.py:490)",
+                "Qwen2ForCausalLMEagle.__init__ calls nn.Module.__init__, skipping "
+                "Qwen2ForCausalLM.__init__ (qwen2_eagle.py:121)",
+            ],
+        )
+    ]
+    drafts = {c.model for c in analysed("v0.5.9").checks if c.role == "draft" and c.contract}
+    assert drafts == {"Qwen2ForCausalLMEagle"}

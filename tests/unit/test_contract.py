@@ -8,7 +8,7 @@ from textwrap import dedent
 import pytest
 from sgl_trees import CAPTURE_LM
 
-from tracker.analysis.contract import ContractRule, check_contract
+from tracker.analysis.contract import ContractRule, check_contract, check_draft_contract
 from tracker.analysis.index import VersionIndex
 from tracker.extract.parse import extract_facts
 
@@ -285,3 +285,39 @@ def test_a_swallowed_aux_list_names_the_hand_over_and_each_layer_that_drops_it()
         "DecLayer.forward takes captured in **kwargs and never reads it",
         "DecModel.forward returns aux_hidden_states",
     ]
+
+
+# An EAGLE draft that skips its base's __init__ but runs the base's forward, which reads
+# the capture flag only that __init__ creates.
+SKIPPING_DRAFT = """
+class DecForCausalLMEagle(DecForCausalLM):
+    def __init__(self, config):
+        nn.Module.__init__(self)
+        self.model = DecModel(config)
+        self.logits_processor = LogitsProcessor(config)
+"""
+
+
+def test_a_draft_whose_init_skips_its_base_reads_a_flag_nothing_created() -> None:
+    facts = extract_facts(
+        PATH, "id", dedent(DECODER + WRAPPER + SKIPPING_DRAFT).encode(), full=False
+    )
+    result = check_draft_contract(
+        VersionIndex({PATH: facts}), "sglang.srt.models.dec:DecForCausalLMEagle"
+    )
+    (finding,) = result.findings
+    assert (result.status, finding.rule) == ("broken", "capture_attribute_missing")
+    assert finding.render() == (
+        "capture attribute never created: DecForCausalLM.forward reads "
+        "self.capture_aux_hidden_states (dec.py:29); DecForCausalLMEagle.__init__ calls "
+        "nn.Module.__init__, skipping DecForCausalLM.__init__ (dec.py:42)"
+    )
+    created = SKIPPING_DRAFT.replace(
+        "        nn.Module.__init__(self)\n",
+        "        nn.Module.__init__(self)\n        self.capture_aux_hidden_states = False\n",
+    )
+    facts = extract_facts(PATH, "id", dedent(DECODER + WRAPPER + created).encode(), full=False)
+    quiet = check_draft_contract(
+        VersionIndex({PATH: facts}), "sglang.srt.models.dec:DecForCausalLMEagle"
+    )
+    assert (quiet.status, quiet.findings) == ("ok", ())

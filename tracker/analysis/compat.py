@@ -15,7 +15,13 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 
-from tracker.analysis.contract import NO_FORWARD, SETTER, ContractFinding, check_contract
+from tracker.analysis.contract import (
+    NO_FORWARD,
+    SETTER,
+    ContractFinding,
+    check_contract,
+    check_draft_contract,
+)
 from tracker.analysis.externals import EMPTY_BASES, OBJECT_MEMBERS, ExternalBases, bases_for
 from tracker.analysis.index import ClassInfo, Resolution, VersionIndex, key
 from tracker.analysis.interface import Interface, Requirement
@@ -523,6 +529,10 @@ def check_entry(
         # cannot serve anything, and no contract is there to follow.
         unfollowed = bool(contract_unknown) and contract_unknown != NO_FORWARD
         status = CheckStatus.BROKEN if contract else CheckStatus.UNKNOWN if unfollowed else status
+    if status == CheckStatus.OK and role == "draft":
+        # The draft's own forward runs in this role: what it reads must exist.
+        contract = check_draft_contract(index, entry.key).findings
+        status = CheckStatus.BROKEN if contract else status
     return ModelCheck(
         entry.name,
         entry.path,

@@ -430,6 +430,42 @@ class _Contract:
             return None
         return False
 
+    def skipping_init(self, cls: str) -> ContractSite | None:
+        """Where the chain of `__init__`s that really run stops short of a base that has
+        one: the call (`nn.Module.__init__(self)`) that runs torch's instead."""
+        mro = self.index.mro(cls)[0]
+        init = next((c for c in mro if "__init__" in self.index.classes[c].methods), None)
+        seen: set[str] = set()
+        while init is not None and init not in seen:
+            seen.add(init)
+            info = self.index.classes[init]
+            fn = key(info.module, info.methods["__init__"].qualname)
+            fns = self.helpers(cls, fn)
+            following = self._next_init(cls, init, fns)
+            if following is None:
+                rest = mro[mro.index(init) + 1 :] if init in mro else []
+                skipped = next(
+                    (c for c in rest if "__init__" in self.index.classes[c].methods), None
+                )
+                call = next(
+                    (
+                        e
+                        for f in fns
+                        for e in self.effects(f)
+                        if e.kind == "call" and e.text.endswith(".__init__")
+                    ),
+                    None,
+                )
+                if skipped is None or call is None:
+                    return None
+                what = (
+                    f"{self.label(fn)} calls {call.text}, skipping "
+                    f"{self.index.classes[skipped].name}.__init__"
+                )
+                return ContractSite(self.path(fn), call.line, what)
+            init = following
+        return None
+
     def _next_init(self, cls: str, current: str, fns: list[str]) -> str | None:
         mro = self.index.mro(cls)[0]
         info = self.index.classes[current]
@@ -566,6 +602,29 @@ def _forwarded_setters(c: _Contract, cls: str) -> Written | None:
         if found:
             return out
     return None
+
+
+def check_draft_contract(index: VersionIndex, cls: str) -> ContractResult:
+    """What a draft's own forward path reads for capture on its own objects must exist
+    once the `__init__`s that really run are done (a draft whose `__init__` calls
+    `nn.Module.__init__` directly skips the base's, which created the flag its
+    inherited forward reads): else the first draft forward raises AttributeError."""
+    c = _Contract(index)
+    top = c.chain(cls, "", frozenset({cls}))
+    findings: list[ContractFinding] = []
+    for frame in _frames(top) if top is not None else []:
+        for obj, attr, guarded, site in _reads(c, frame):
+            if guarded or obj != frame.prefix or c.created(frame.cls, attr) is not False:
+                continue
+            skip = c.skipping_init(frame.cls)
+            message = f"{attr} is read on {obj or 'self'} but no __init__ that runs creates it"
+            sites = (site, skip) if skip is not None else (site,)
+            findings.append(
+                ContractFinding(ContractRule.CAPTURE_ATTRIBUTE_MISSING.id, message, sites)
+            )
+    if findings:
+        return ContractResult("broken", tuple(sorted(set(findings))))
+    return ContractResult("ok")
 
 
 def _reads(c: _Contract, frame: _Frame) -> list[tuple[str, str, bool, ContractSite]]:
@@ -921,4 +980,5 @@ __all__ = [
     "ContractRule",
     "ContractSite",
     "check_contract",
+    "check_draft_contract",
 ]
