@@ -10,6 +10,7 @@ from sgl_trees import CAPTURE_LM
 
 from tracker.analysis.contract import ContractRule, check_contract, check_draft_contract
 from tracker.analysis.index import VersionIndex
+from tracker.analysis.roles import CaptureHook, load_rules
 from tracker.extract.parse import extract_facts
 
 PATH = "python/sglang/srt/models/dec.py"
@@ -321,3 +322,55 @@ def test_a_draft_whose_init_skips_its_base_reads_a_flag_nothing_created() -> Non
         VersionIndex({PATH: facts}), "sglang.srt.models.dec:DecForCausalLMEagle"
     )
     assert (quiet.status, quiet.findings) == ("ok", ())
+
+
+def _hook(name: str) -> CaptureHook:
+    return next(h for h in load_rules().capture_hooks if h.hook == name)
+
+
+# DFLASH asks for hidden states through its own hook, which must drive the same state.
+DFLASH_HOOK = """
+    def set_dflash_layers_to_capture(self, layer_ids):
+        self.capture_aux_hidden_states = True
+        self.model.set_dflash_layers_to_capture([i + 1 for i in layer_ids])
+"""
+DECODER_DFLASH_HOOK = """
+    def set_dflash_layers_to_capture(self, layer_ids):
+        self.layers_to_capture = layer_ids
+"""
+
+
+def test_every_capture_hook_is_data_and_eagle3s_is_the_default() -> None:
+    hooks = [h.hook for h in load_rules().capture_hooks]
+    assert hooks[0] == "set_eagle3_layers_to_capture"
+    assert {"set_dflash_layers_to_capture", "set_dspark_layers_to_capture"} <= set(hooks)
+
+
+def test_a_dflash_hook_handing_the_ids_to_a_decoder_without_it_captures_nothing() -> None:
+    source = DECODER + WRAPPER + DFLASH_HOOK
+    facts = extract_facts(PATH, "id", dedent(source).encode(), full=False)
+    index = VersionIndex({PATH: facts})
+    cls = "sglang.srt.models.dec:DecForCausalLM"
+    result = check_contract(index, cls, _hook("set_dflash_layers_to_capture"))
+    assert result.status == "broken"
+    assert [(f.rule, f.message) for f in result.findings] == [
+        (
+            "capture_state_mismatch",
+            "the decoder reads layers_to_capture on model, which the setter never sets",
+        ),
+        (
+            "capture_state_mismatch",
+            "the hook hands the layer ids to an inner model without set_dflash_layers_to_capture",
+        ),
+    ]
+    assert result.findings[1].sites[0].what == (
+        "DecForCausalLM.set_dflash_layers_to_capture calls "
+        "self.model.set_dflash_layers_to_capture, which DecModel does not define "
+        "(AttributeError)"
+    )
+    # EAGLE3's hook on the same class is untouched.
+    assert check_contract(index, cls).status == "ok"
+    fixed = DECODER + DECODER_DFLASH_HOOK + WRAPPER + DFLASH_HOOK
+    facts = extract_facts(PATH, "id", dedent(fixed).encode(), full=False)
+    quiet = check_contract(VersionIndex({PATH: facts}), cls, _hook("set_dflash_layers_to_capture"))
+    assert (quiet.status, quiet.findings, quiet.unknown) == ("ok", (), "")

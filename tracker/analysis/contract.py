@@ -21,14 +21,12 @@ from dataclasses import dataclass, field, replace
 from enum import Enum
 
 from tracker.analysis.index import VersionIndex, key, split_key
+from tracker.analysis.roles import CaptureHook, load_rules
 from tracker.extract.facts import Effect, FunctionDef, Return
 
 SETTER = "set_eagle3_layers_to_capture"
 LOGITS = "self.logits_processor"
 MODELS = "sglang.srt.models."
-# Capture state is named for what it does (`capture_aux_hidden_states`,
-# `layers_to_capture`, `_is_layer_to_capture`); the query narrows reads the same way.
-CAPTURE_NAME = re.compile(r"capture")
 # wrapper -> causal LM -> decoder is three; each `super().forward` on the way adds one.
 _MAX_DEPTH = 6
 _SELF_CHAIN = re.compile(r"^self((?:\.[A-Za-z_]\w*)*)(\[[^\]]*\])?$")
@@ -148,8 +146,12 @@ Written = dict[tuple[str, str], ContractSite]
 
 
 class _Contract:
-    def __init__(self, index: VersionIndex) -> None:
+    def __init__(self, index: VersionIndex, hook: CaptureHook | None = None) -> None:
         self.index = index
+        self.hook = hook or default_hook()
+        self.setter = self.hook.hook
+        # Setter delegations to an inner model whose class lacks the setter.
+        self.undefined: list[ContractSite] = []
         self.unknown: list[str] = []
         self._effects: dict[str, dict[str, list[Effect]]] = {}
         self._returns: dict[str, dict[str, list[Return]]] = {}
@@ -306,7 +308,7 @@ class _Contract:
                     if obj_or_none is not None and _WORD.fullmatch(attr):
                         site = ContractSite(self.path(f), e.line, f"{name} sets {e.args[0]}.{attr}")
                         out.setdefault((_join(prefix, obj_or_none), attr), site)
-                elif e.kind == "call" and e.text.endswith("." + SETTER) and depth < _MAX_DEPTH:
+                elif e.kind == "call" and e.text.endswith("." + self.setter) and depth < _MAX_DEPTH:
                     out.update(
                         {
                             k: v
@@ -317,16 +319,17 @@ class _Contract:
         return out
 
     def _delegated(self, cls: str, fn: str, call: Effect, prefix: str, depth: int) -> Written:
-        receiver = call.text[: -len(SETTER) - 1]
+        receiver = call.text[: -len(self.setter) - 1]
         if receiver.startswith("super("):
             owner = self.fdef(fn).owner or ""
             mro = self.index.mro(cls)[0]
             here = key(split_key(fn)[0], owner)
             rest = mro[mro.index(here) + 1 :] if here in mro else []
             for c in rest:
-                if SETTER in self.index.classes[c].methods:
+                if self.setter in self.index.classes[c].methods:
                     parent = key(
-                        self.index.classes[c].module, self.index.classes[c].methods[SETTER].qualname
+                        self.index.classes[c].module,
+                        self.index.classes[c].methods[self.setter].qualname,
                     )
                     return self.setter_writes(cls, parent, prefix, depth + 1)
             return {}
@@ -340,10 +343,27 @@ class _Contract:
             self.unknown.append(
                 f"{self.label(fn)} calls {call.text}: the class of {receiver} is not known"
             )
+        lacking = []
         for c in sorted(inner):
-            setter = self.index.find_method(c, SETTER)
+            setter = self.index.find_method(c, self.setter)
             if setter is not None:
                 out.update(self.setter_writes(c, setter, _join(prefix, obj), depth + 1))
+            elif all(r.external in _TORCH for r in self.index.mro(c)[1]):
+                lacking.append(self.index.classes[c].name)
+        guarded = any(
+            e.kind == "call"
+            and e.text in ("hasattr", "getattr")
+            and len(e.args) >= 2
+            and e.args[0].strip() == receiver
+            and e.args[1].strip("'\"") == self.setter
+            for e in self.effects(fn)
+        )  # `if hasattr(self.model, setter): ... else: self.model.x = ...`
+        if lacking and len(lacking) == len(inner) and not guarded:
+            what = (
+                f"{self.label(fn)} calls {call.text}, which {', '.join(lacking)} does not "
+                "define (AttributeError)"
+            )
+            self.undefined.append(ContractSite(self.path(fn), call.line, what))
         return out
 
     # ----------------------------------------------------------------------- the forward
@@ -534,19 +554,26 @@ def _frames(frame: _Frame) -> list[_Frame]:
     return out
 
 
-def check_contract(index: VersionIndex, cls: str) -> ContractResult:
-    """The aux-hidden-state contract of the class keyed `cls` (which defines or inherits
-    `set_eagle3_layers_to_capture`)."""
-    c = _Contract(index)
+def default_hook() -> CaptureHook:
+    """EAGLE3's hook (roles.toml `[[capture_hook]]`)."""
+    return next(h for h in load_rules().capture_hooks if h.hook == SETTER)
+
+
+def check_contract(
+    index: VersionIndex, cls: str, hook: CaptureHook | None = None
+) -> ContractResult:
+    """The aux-hidden-state contract of the class keyed `cls` through `hook` (EAGLE3's
+    `set_eagle3_layers_to_capture` unless given), which the class defines or inherits."""
+    c = _Contract(index, hook)
     if index.find_method(cls, "forward") is None:
         return ContractResult("unknown", unknown=NO_FORWARD)
-    setter = index.find_method(cls, SETTER)
+    setter = index.find_method(cls, c.setter)
     if setter is not None:
         writes = c.setter_writes(cls, setter, "")
     else:
         forwarded = _forwarded_setters(c, cls)
         if forwarded is None:
-            return ContractResult("unknown", unknown=f"no {SETTER} to follow")
+            return ContractResult("unknown", unknown=f"no {c.setter} to follow")
         writes = forwarded
     top = c.chain(cls, "", frozenset({cls}))
     if top is None:
@@ -562,6 +589,14 @@ def check_contract(index: VersionIndex, cls: str) -> ContractResult:
         if _reads(c, frame):  # a decoder: the forward that reads capture state
             findings += _aux_filled(c, frame)
     findings += _logits(c, top)
+    findings += [
+        ContractFinding(
+            ContractRule.CAPTURE_STATE_MISMATCH.id,
+            f"the hook hands the layer ids to an inner model without {c.setter}",
+            (site,),
+        )
+        for site in c.undefined
+    ]
     if findings:
         unpack = next((u for f in _frames(top) for u in _unpack_sites(c, f)), None)
         if unpack is not None:  # where a decoder that collects nothing makes it crash
@@ -594,7 +629,7 @@ def _forwarded_setters(c: _Contract, cls: str) -> Written | None:
             if not target.startswith("self.") or not attr.isidentifier():
                 continue
             for inner in sorted(c.index.attr_candidates(cls, attr).classes):
-                setter = c.index.find_method(inner, SETTER)
+                setter = c.index.find_method(inner, c.setter)
                 if setter is not None:
                     found = True
                     writes = c.setter_writes(inner, setter, attr)
@@ -637,13 +672,13 @@ def _reads(c: _Contract, frame: _Frame) -> list[tuple[str, str, bool, ContractSi
         for e in c.effects(f):
             if e.kind == "read":
                 target = _target(e.text, aliases)
-                if target is not None and CAPTURE_NAME.search(target[1]):
+                if target is not None and c.hook.state.search(target[1]):
                     site = ContractSite(c.path(f), e.line, f"{label} reads {e.text}")
                     out.append((_join(frame.prefix, target[0]), target[1], False, site))
             elif e.kind == "call" and e.text in ("getattr", "hasattr") and len(e.args) >= 2:
                 attr = e.args[1].strip("'\"")
                 obj = _object(e.args[0], aliases)
-                if obj is not None and CAPTURE_NAME.search(attr):
+                if obj is not None and c.hook.state.search(attr):
                     what = f"{label} reads {e.args[0]}.{attr} ({e.text})"
                     guarded = e.text == "hasattr" or len(e.args) >= 3
                     out.append(
@@ -708,7 +743,7 @@ _PAIR_TEXT = re.compile(r"\(\s*([A-Za-z_]\w*)\s*,\s*([A-Za-z_]\w*)\s*\)")
 def _pair_return(c: _Contract, frame: _Frame) -> Return | None:
     """A return of a tuple, also inside a conditional (`(h, aux) if aux else h`)."""
     for r in c.returns(frame.fn):
-        if r.value.op == "seq" and len(r.value.args) >= 2:
+        if r.value.op == "seq" and len(r.value.args) >= len(c.hook.returns):
             return r
         if r.value.op == "other" and _PAIR_TEXT.search(r.value.text):
             return r
@@ -804,7 +839,7 @@ def _pair_returns(c: _Contract, frame: _Frame) -> list[Return]:
     return [
         r
         for r in c.returns(frame.fn)
-        if (r.value.op == "seq" and len(r.value.args) >= 2)
+        if (r.value.op == "seq" and len(r.value.args) >= len(c.hook.returns))
         or (r.value.op == "other" and _PAIR_TEXT.search(r.value.text))
     ]
 
