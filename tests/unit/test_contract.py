@@ -374,3 +374,41 @@ def test_a_dflash_hook_handing_the_ids_to_a_decoder_without_it_captures_nothing(
     facts = extract_facts(PATH, "id", dedent(fixed).encode(), full=False)
     quiet = check_contract(VersionIndex({PATH: facts}), cls, _hook("set_dflash_layers_to_capture"))
     assert (quiet.status, quiet.findings, quiet.unknown) == ("ok", (), "")
+
+
+# A subclass that inherits the setter and the forward but builds another decoder, one
+# that reads no capture state and returns a bare tensor.
+REPLACING_WRAPPER = """
+class PlainDecModel(nn.Module):
+    def forward(self, input_ids):
+        return self.embed(input_ids)
+
+
+class DecLiteForCausalLM(DecForCausalLM):
+    def __init__(self, config):
+        super().__init__(config)
+        self.model = PlainDecModel(config)
+"""
+
+
+def test_the_decoder_a_subclass_builds_last_is_the_one_checked() -> None:
+    result = contract_of(DECODER + WRAPPER + REPLACING_WRAPPER, "DecLiteForCausalLM")
+    assert [(f.rule, [s.what for s in f.sites]) for f in result.findings] == [
+        (
+            "aux_never_returned",
+            [
+                "DecForCausalLM.forward unpacks hidden_states, aux_hidden_states",
+                "PlainDecModel.forward returns no pair",
+            ],
+        )
+    ]
+    # Built before the base's __init__ runs, the base's decoder replaces it.
+    before = REPLACING_WRAPPER.replace(
+        "        super().__init__(config)\n        self.model = PlainDecModel(config)\n",
+        "        self.model = PlainDecModel(config)\n        super().__init__(config)\n",
+    )
+    assert before != REPLACING_WRAPPER
+    quiet = contract_of(DECODER + WRAPPER + before, "DecLiteForCausalLM")
+    assert (quiet.status, quiet.findings, quiet.unknown) == ("ok", (), "")
+    # The base keeps its own decoder.
+    assert contract_of(DECODER + WRAPPER + REPLACING_WRAPPER, "DecForCausalLM").status == "ok"

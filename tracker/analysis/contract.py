@@ -31,6 +31,7 @@ MODELS = "sglang.srt.models."
 _MAX_DEPTH = 6
 _SELF_CHAIN = re.compile(r"^self((?:\.[A-Za-z_]\w*)*)(\[[^\]]*\])?$")
 _WORD = re.compile(r"[A-Za-z_]\w*")
+_DOTTED = re.compile(r"[A-Za-z_]\w*(\.[A-Za-z_]\w*)*")
 
 
 # Why a contract is not followed when the class has no forward (nn.Module's raises).
@@ -215,7 +216,62 @@ class _Contract:
                     found |= self._returned_classes(cls, text[5:])
                 elif "." not in text:
                     found |= self._parameter_default(mro, text)
+        if len(found) > 1:
+            # A subclass that builds another decoder than its base: the assignment that
+            # runs last on the `__init__` path decides (`super().__init__()`, then
+            # `self.model = OtherModel(...)`).
+            last = self._last_built(cls, attr)
+            if last is not None and last <= found:
+                return last
         return found
+
+    def _last_built(self, cls: str, attr: str) -> set[str] | None:
+        """The classes the `__init__` that runs last among those assigning `self.<attr>`
+        constructs there (its branches are alternatives: `if ...: self.model = A(...)
+        else: self.model = B(...)`); None when one `__init__` decides anyway, or one of its
+        values is not a plain construction."""
+        writes = self._init_writes(cls, None, attr, set())
+        if len({scope for _m, scope, _v in writes}) < 2:
+            return None
+        last = writes[-1][1]
+        out: set[str] = set()
+        for module, scope, value in writes:
+            if scope != last or value == "None":
+                continue
+            name = value.partition("(")[0].strip()
+            symbol = (
+                self.index.resolve_class(module, name, scope).symbol
+                if "(" in value and _DOTTED.fullmatch(name)
+                else None
+            )
+            if symbol is None:
+                return None
+            out.add(symbol)
+        return out or None
+
+    def _init_writes(
+        self, cls: str, init: str | None, attr: str, seen: set[str]
+    ) -> list[tuple[str, str, str]]:
+        """(module, scope, value) of each `self.<attr> = ...` in the order the `__init__`
+        chain of `cls` runs them, starting at `init`'s (the first in the MRO if None)."""
+        mro = self.index.mro(cls)[0]
+        if init is None:
+            init = next((c for c in mro if "__init__" in self.index.classes[c].methods), None)
+        if init is None or init in seen:
+            return []
+        seen.add(init)
+        info = self.index.classes[init]
+        fdef = info.methods["__init__"]
+        fn = key(info.module, fdef.qualname)
+        following = self._next_init(cls, init, self.helpers(cls, fn))
+        events: list[tuple[int, list[tuple[str, str, str]]]] = []
+        for e in self.effects(fn):
+            if e.kind == "write" and e.text == f"self.{attr}":
+                events.append((e.line, [(info.module, fdef.qualname, e.value)]))
+            elif e.kind == "call" and e.text.endswith(".__init__") and following is not None:
+                events.append((e.line, self._init_writes(cls, following, attr, seen)))
+                following = None
+        return [w for _line, ws in sorted(events, key=lambda x: x[0]) for w in ws]
 
     def _returned_classes(self, cls: str, method: str) -> set[str]:
         fn = self.index.find_method(cls, method)
