@@ -1,14 +1,21 @@
-"""EAGLE3's aux-hidden-state contract, beyond members: a class can define
+"""The aux-hidden-state contract, beyond members: a class can define
 `get_embed_and_head` and `set_eagle3_layers_to_capture` and still never hand the drafter
-the hidden states of the layers the setter chose.
+the hidden states of the layers the setter chose. The same holds for every hook through
+which an algorithm asks the target for hidden states (roles.toml `[[capture_hook]]`:
+DFLASH's, DSPARK's), and for a draft, whose own forward must find the capture state it
+reads.
 
 From facts only (the capture_sites effects of model methods, returns, the index). The
-setter is followed through delegation (`self.model.set_eagle3_layers_to_capture(...)`,
-helpers, `super()`) to the capture state it writes, as (object, attribute) pairs relative
-to the checked class (`("model", "layers_to_capture")`, `("model.layers[]",
-"_is_layer_to_capture")` for a flag on every decoder layer). `forward` is followed into the
-inner models it calls or hands to a helper (`general_mm_embed_routine(language_model=
-self.model)`) down to the decoder that returns `(hidden_states, aux_hidden_states)`.
+hook is followed through delegation (`self.model.set_eagle3_layers_to_capture(...)`,
+helpers, `super()`, a `__getattr__` forward) to the capture state it writes, as (object,
+attribute) pairs relative to the checked class (`("model", "layers_to_capture")`,
+`("model.layers[]", "_is_layer_to_capture")` for a flag on every decoder layer). `forward`
+is followed into the inner models it calls or hands to a helper (`general_mm_embed_routine(
+language_model=self.model)`) and the base forwards it runs (`super().forward(...)`), down
+to the decoder that returns `(hidden_states, aux_hidden_states)`; an inner model is the
+one the class's own `__init__` path builds last. On the way back the pair must not be cut
+to its first element, must carry the aux list (not another stream), and the list must be
+filled (by the decoder, or by layers that take it by name, not swallow it in `**kwargs`).
 Values are out of reach: which tensor is appended and which layer ids a draft asks for
 are not checked. A step the analysis cannot follow makes the contract "unknown", with why.
 """
