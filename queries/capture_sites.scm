@@ -31,7 +31,7 @@
 ((call
   function: (_) @call.function
   arguments: (argument_list) @call.arguments) @call.site
-  (#match? @call.function "^self\\.[A-Za-z_][A-Za-z_0-9]*$|^super\\(\\)\\.forward$|\\.(append|extend|__init__|set_[a-z0-9]+_layers_to_capture)$|^(setattr|getattr|hasattr)$"))
+  (#match? @call.function "^self\\.[A-Za-z_][A-Za-z_0-9]*(\\.forward)?$|^super\\(\\)\\.forward$|\\.(append|extend|__init__|set_[a-z0-9]+_layers_to_capture)$|^(setattr|getattr|hasattr)$"))
 
 ((call
   function: (_) @call.function

@@ -412,3 +412,18 @@ def test_the_decoder_a_subclass_builds_last_is_the_one_checked() -> None:
     assert (quiet.status, quiet.findings, quiet.unknown) == ("ok", (), "")
     # The base keeps its own decoder.
     assert contract_of(DECODER + WRAPPER + REPLACING_WRAPPER, "DecForCausalLM").status == "ok"
+
+
+def test_a_pair_returned_after_the_aux_one_is_the_path_without_capture() -> None:
+    # The DeepseekV4 shape: `if capturing: return (h, extra), aux` then `return h, extra`.
+    after = DECODER.replace(
+        "        if len(aux_hidden_states) == 0:\n            return hidden_states\n"
+        "        return hidden_states, aux_hidden_states\n",
+        "        streams = self.mix(hidden_states)\n"
+        "        if len(aux_hidden_states) > 0:\n"
+        "            return (hidden_states, streams), aux_hidden_states\n"
+        "        return hidden_states, streams\n",
+    )
+    assert after != DECODER
+    result = contract_of(after + WRAPPER, "DecForCausalLM")
+    assert ContractRule.AUX_SLOT_OTHER_STREAM.id not in {f.rule for f in result.findings}

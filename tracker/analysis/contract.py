@@ -447,7 +447,9 @@ class _Contract:
             for e in self.effects(f):
                 if e.kind != "call":
                     continue
-                for text in (e.text, *(a.partition("=")[2] or a for a in e.args)):
+                # `self.model(...)`, `self.model.forward(...)`, or handed to a helper.
+                called = e.text.removesuffix(".forward")
+                for text in (called, *(a.partition("=")[2] or a for a in e.args)):
                     found = _SELF_CHAIN.match(text.strip())
                     if found is not None and found.group(1).count(".") == 1:
                         attrs.add(found.group(1)[1:])
@@ -803,9 +805,23 @@ def _closest_write(writes: Written, obj: str, attr: str) -> ContractSite | None:
 _PAIR_TEXT = re.compile(r"\(\s*([A-Za-z_]\w*)\s*,\s*([A-Za-z_]\w*)\s*\)")
 
 
+def _frame_returns(c: _Contract, frame: _Frame) -> list[Return]:
+    """What a forward returns, with the returns of the method it returns the result of
+    (`return self._forward_impl(...)`), in their own order."""
+    out = []
+    for r in c.returns(frame.fn):
+        out.append(r)
+        name = r.value.text.removeprefix("self.")
+        if r.value.op == "call" and r.value.text.startswith("self.") and _WORD.fullmatch(name):
+            impl = c.index.find_method(frame.cls, name)
+            if impl is not None and impl != frame.fn and name != "forward":
+                out += c.returns(impl)
+    return out
+
+
 def _pair_return(c: _Contract, frame: _Frame) -> Return | None:
     """A return of a tuple, also inside a conditional (`(h, aux) if aux else h`)."""
-    for r in c.returns(frame.fn):
+    for r in _frame_returns(c, frame):
         if r.value.op == "seq" and len(r.value.args) >= len(c.hook.returns):
             return r
         if r.value.op == "other" and _PAIR_TEXT.search(r.value.text):
@@ -901,7 +917,7 @@ def _unpacks(c: _Contract, frame: _Frame) -> list[ContractFinding]:
 def _pair_returns(c: _Contract, frame: _Frame) -> list[Return]:
     return [
         r
-        for r in c.returns(frame.fn)
+        for r in _frame_returns(c, frame)
         if (r.value.op == "seq" and len(r.value.args) >= len(c.hook.returns))
         or (r.value.op == "other" and _PAIR_TEXT.search(r.value.text))
     ]
@@ -941,7 +957,10 @@ def _aux_filled(c: _Contract, frame: _Frame) -> list[ContractFinding]:
         message = "the decoder hands its aux list to layers that never fill it"
         out.append(ContractFinding(ContractRule.AUX_NEVER_RETURNED.id, message, (*lost, aux_site)))
     for r, names in named:
-        if names and not names & aux:
+        # A pair returned after the aux one is the path without capture (`if capturing:
+        # return (h, extra), aux` then `return h, extra`); one before it cuts that path off.
+        later = r.context.scope == r_aux.context.scope and r.line > r_aux.line
+        if names and not names & aux and not later:
             other = ", ".join(sorted(names))
             site = ContractSite(c.path(frame.fn), r.line, f"{label} returns {other} as the aux")
             message = f"the decoder returns {other} where the aux hidden states go"
