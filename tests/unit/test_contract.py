@@ -427,3 +427,14 @@ def test_a_pair_returned_after_the_aux_one_is_the_path_without_capture() -> None
     assert after != DECODER
     result = contract_of(after + WRAPPER, "DecForCausalLM")
     assert ContractRule.AUX_SLOT_OTHER_STREAM.id not in {f.rule for f in result.findings}
+
+
+def test_an_inner_model_built_from_a_class_attribute_is_followed() -> None:
+    # The qwen3_5_text.py shape: `body_cls = qwen3_5.Qwen3_5ForCausalLM` in the class body.
+    source = DECODER + WRAPPER.replace(
+        "class DecForCausalLM(nn.Module):\n",
+        "class DecForCausalLM(nn.Module):\n    body_cls = DecModel\n\n",
+    ).replace("self.model = DecModel(config)", "self.model = self.body_cls(config)")
+    assert "self.body_cls(config)" in source
+    result = contract_of(source, "DecForCausalLM")
+    assert (result.status, result.findings, result.unknown) == ("ok", (), "")

@@ -284,7 +284,7 @@ class _Contract:
         fn = self.index.find_method(cls, method)
         out: set[str] = set()
         if fn is None:
-            return out
+            return self._class_attr_class(cls, method)
         module = split_key(fn)[0]
         for r in self.returns(fn):
             if r.value.op == "call":
@@ -292,6 +292,21 @@ class _Contract:
                 if res.symbol is not None:
                     out.add(res.symbol)
         return out
+
+    def _class_attr_class(self, cls: str, name: str) -> set[str]:
+        """`self.model = self.body_cls(...)` with `body_cls = qwen3_5.Qwen3_5ForCausalLM` in
+        the class body: the class the most derived class body names."""
+        for c in self.index.mro(cls)[0]:
+            info = self.index.classes[c]
+            facts = self.index.modules.get(info.module)
+            for a in facts.assigns if facts is not None else ():
+                if a.target != name or a.context.scope != info.facts.qualname:
+                    continue
+                if a.value is None or a.value.op != "ref":
+                    return set()
+                res = self.index.resolve_class(info.module, a.value.text, info.facts.qualname)
+                return {res.symbol} if res.symbol is not None else set()
+        return set()
 
     def _parameter_default(self, mro: list[str], name: str) -> set[str]:
         """The most derived `__init__` with a parameter `name` decides its default."""
