@@ -15,7 +15,7 @@ from typing import Any
 import pytest
 from click.testing import Result
 from schema_check import errors
-from sgl_trees import CAPTURE_LM_NO_PAIR, tree
+from sgl_trees import CAPTURE_LM, CAPTURE_LM_NO_PAIR, tree
 
 Tracker = Callable[..., Result]
 
@@ -323,3 +323,130 @@ def test_history_says_the_qwen3_5_wrapper_breaks_the_contract_then_no_longer_doe
         "  v0.5.22        fixed     ok · no longer breaks the aux-hidden-state contract: "
         "aux hidden states never captured"
     ) in lines
+
+
+# The setter hands the layer ids to an inner model whose class the analysis cannot find.
+UNFOLLOWED_LM = CAPTURE_LM.replace(
+    "self.model = DecModel(config)", "self.model = build_model(config)"
+).replace(
+    "self.model.layers_to_capture = [i + 1 for i in layer_ids]",
+    "self.model.set_eagle3_layers_to_capture(layer_ids)",
+)
+
+
+def test_a_contract_not_followed_is_unknown_counted_and_fails_check_on_unknown(
+    tmp_path: Path, cli_run: Tracker
+) -> None:
+    assert UNFOLLOWED_LM != CAPTURE_LM
+    root = write_tree(tmp_path / "tree", {"models/dec.py": UNFOLLOWED_LM})
+    source = ["local", "--source", f"dir:{root}", "-q", "-a", "EAGLE3", "-m", "DecForCausalLM"]
+    doc = json.loads(cli_run("check", *source, "--format", "json").stdout)
+    (row,) = doc["checks"]
+    assert (row["status"], row["contract"]) == ("unknown", [])
+    assert "the class of self.model is not known" in row["contract_unknown"]
+    assert doc["counts"]["unknown"] == 1 and doc["counts"]["ok"] == 0
+    text = cli_run("check", *source)
+    assert text.exit_code == 0 and " 1 unknown, 0 ok" in text.stdout
+    assert "contract not followed: " in text.stdout
+    failed = cli_run("check", *source, "--fail-on", "unknown")
+    assert failed.exit_code == 1
+    assert cli_run("check", *source, "--fail-on", "broken").exit_code == 0
+
+
+# v2 of a tiny tree: the decoder hands its aux list to layers that take it in **kwargs,
+# and an EAGLE draft skips its base's __init__ but reads the flag that __init__ creates.
+SWALLOWING_LM = CAPTURE_LM.replace(
+    """            if i in self.layers_to_capture:
+                aux_hidden_states.append(hidden_states)
+            hidden_states = layer(hidden_states)
+""",
+    """            hidden_states = layer(
+                hidden_states,
+                captured=aux_hidden_states if i in self.layers_to_capture else None,
+            )
+""",
+).replace(
+    "class DecModel(nn.Module):",
+    """class DecLayer(nn.Module):
+    def forward(self, hidden_states, **kwargs):
+        return self.mlp(hidden_states)
+
+
+class DecModel(nn.Module):""",
+)
+DRAFT = """
+from torch import nn
+
+from sglang.srt.models.dec import DecForCausalLM, DecModel
+
+
+class DecForCausalLMEagle(DecForCausalLM):
+    def __init__(self, config):
+        nn.Module.__init__(self)
+        self.model = DecModel(config)
+        self.logits_processor = LogitsProcessor(config)
+
+    def set_embed_and_head(self, embed, head):
+        self.embed, self.head = embed, head
+
+
+EntryClass = [DecForCausalLMEagle]
+"""
+CREATING_DRAFT = DRAFT.replace(
+    "        nn.Module.__init__(self)\n",
+    "        nn.Module.__init__(self)\n        self.capture_aux_hidden_states = False\n",
+)
+
+
+@pytest.fixture
+def contract_repo(make_git_repo: Callable[..., Path]) -> Path:
+    assert SWALLOWING_LM.count("captured=") == 1 and CREATING_DRAFT != DRAFT
+    ok = {"models/dec.py": CAPTURE_LM, "models/dec_eagle.py": CREATING_DRAFT}
+    broken = {"models/dec.py": SWALLOWING_LM, "models/dec_eagle.py": DRAFT}
+    return make_git_repo({"v1": tree(ok), "v2": tree(broken), "v3": tree(ok)})
+
+
+def test_every_report_shows_a_swallowed_aux_list_and_a_draft_flag_as_contract_events(
+    contract_repo: Path, cli_run: Tracker
+) -> None:
+    repo = ["--repo", str(contract_repo), "-q"]
+    swallow = "DecLayer.forward takes captured in **kwargs and never reads it"
+    skip = "DecForCausalLMEagle.__init__ calls nn.Module.__init__, skipping DecForCausalLM.__init__"
+    outputs = {
+        "diff": cli_run("diff", "v1", "v2", *repo),
+        "diff-eagle": cli_run("diff", "v1", "v2", "-a", "EAGLE", *repo),
+        "matrix": cli_run("matrix", "v1..v3", "-a", "EAGLE3", *repo),
+        "history": cli_run("history", "DecForCausalLM", "v1..v3", "-a", "EAGLE3", *repo),
+        "draft-history": cli_run("history", "DecForCausalLMEagle", "v1..v3", "-a", "EAGLE", *repo),
+        "issues": cli_run("issues", "v1", "v2", "--format", "json", *repo),
+        "changelog": cli_run("changelog", "v1", "v2", *repo),
+    }
+    for name, result in outputs.items():
+        assert result.exit_code == 0, (name, result.stderr)
+    assert swallow in outputs["diff"].stdout
+    assert "aux hidden states never returned" in outputs["diff"].stdout
+    assert skip in outputs["diff-eagle"].stdout
+    matrix = outputs["matrix"].stdout.splitlines()
+    assert "  v2  broke    DecForCausalLM · contract: aux hidden states never returned" in matrix
+    # Under the event, where it breaks: the hand-over, the layer that drops it, the return.
+    below = matrix[
+        matrix.index("  v2  broke    DecForCausalLM · contract: aux hidden states never returned")
+        + 1
+    ]
+    assert (
+        below == "      DecModel.forward hands aux_hidden_states to layer as captured (dec.py:19)"
+    )
+    assert f"      {swallow} (dec.py:5)" in matrix
+    history = outputs["history"].stdout.splitlines()
+    assert f"                   {swallow} (dec.py:5)" in history
+    assert "capture attribute never created" in outputs["draft-history"].stdout
+    assert (
+        f"                   {skip} (dec_eagle.py:8)"
+        in outputs["draft-history"].stdout.splitlines()
+    )
+    issues = json.loads(outputs["issues"].stdout)
+    # Markdown, so the underscores and stars are escaped.
+    bodies = "\n".join(i["body"] for i in issues["issues"]).replace("\\", "")
+    assert swallow in bodies and skip in bodies
+    assert "its forward as the draft reads capture state" in bodies
+    assert swallow in outputs["changelog"].stdout.replace("\\", "")

@@ -15,13 +15,18 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 
-from tracker.analysis.contract import SETTER, ContractFinding, check_contract
+from tracker.analysis.contract import (
+    NO_FORWARD,
+    ContractFinding,
+    check_contract,
+    check_draft_contract,
+)
 from tracker.analysis.externals import EMPTY_BASES, OBJECT_MEMBERS, ExternalBases, bases_for
 from tracker.analysis.index import ClassInfo, Resolution, VersionIndex, key
 from tracker.analysis.interface import Interface, Requirement
 from tracker.analysis.kinds import KindFinder
 from tracker.analysis.reuse import CheckMemo
-from tracker.analysis.roles import RoleRules, load_rules
+from tracker.analysis.roles import CaptureHook, RoleRules, load_rules
 from tracker.analysis.vocabulary import PROVIDED, CheckStatus, ProvisionKind
 from tracker.extract.facts import ModuleFacts
 from tracker.sources.base import SRT_PREFIX
@@ -97,6 +102,9 @@ class ModelCheck:
     # the members: a finding makes the check "broken"; why it could not be followed.
     contract: tuple[ContractFinding, ...] = ()
     contract_unknown: str = ""
+    # The contract followed: a target's capture hook (`set_dflash_layers_to_capture`),
+    # DRAFT_CONTRACT for a draft's own forward, "" when none was.
+    contract_hook: str = ""
     kind_evidence: str = ""  # what decided the class's kind
     # Why a class is checked in a role its kind does not imply: the algorithm loads
     # generative classes as drafts (the interface's evidence), or the user asked for it.
@@ -514,11 +522,9 @@ def check_entry(
     if problem and status == CheckStatus.OK:
         status = CheckStatus.UNKNOWN
     contract: tuple[ContractFinding, ...] = ()
-    contract_unknown = ""
-    if status == "ok" and role == "target" and SETTER in members:
-        result = check_contract(index, entry.key)
-        contract, contract_unknown = result.findings, result.unknown
-        status = CheckStatus.BROKEN if contract else status
+    contract_unknown = hook = ""
+    if status == CheckStatus.OK:
+        status, contract, contract_unknown, hook = _contract(index, entry.key, role, provs)
     return ModelCheck(
         entry.name,
         entry.path,
@@ -532,11 +538,57 @@ def check_entry(
         tuple(delegs),
         contract=contract,
         contract_unknown=contract_unknown,
+        contract_hook=hook if contract or contract_unknown else "",
         kind_evidence=entry.kind_evidence,
         role_evidence=role_evidence,
         at_risk=at_risk,
         problem=problem,
     )
+
+
+# The contract a draft keeps (tracker.analysis.contract.check_draft_contract).
+DRAFT_CONTRACT = "draft forward"
+
+
+def capture_hook(provs: tuple[Provision, ...]) -> CaptureHook | None:
+    """The hook through which the algorithm asks this target for aux hidden states: the
+    first one in roles.toml's order that it requires and the class itself provides (an
+    alternative stands in for the one the runner would call instead)."""
+    provided = {p.member for p in provs if p.how in PROVIDED and p.how != "alternative"}
+    return next((h for h in load_rules().capture_hooks if h.hook in provided), None)
+
+
+def contract_slot(role: str, provs: tuple[Provision, ...]) -> str:
+    """Which contract a check with these required provisions follows: DRAFT_CONTRACT for a
+    draft, a target's capture hook, "" for none."""
+    if role == "draft":
+        return DRAFT_CONTRACT
+    hook = capture_hook(provs) if role == "target" else None
+    return hook.hook if hook is not None else ""
+
+
+def _contract(
+    index: VersionIndex, cls: str, role: str, provs: tuple[Provision, ...]
+) -> tuple[str, tuple[ContractFinding, ...], str, str]:
+    """(status, findings, why not followed, contract followed) of a check whose members
+    are all there: a target through its capture hook, a draft through its own forward."""
+    slot = contract_slot(role, provs)
+    if slot == DRAFT_CONTRACT:
+        # The draft's own forward runs in this role: what it reads must exist.
+        findings = check_draft_contract(index, cls).findings
+        return (CheckStatus.BROKEN if findings else CheckStatus.OK), findings, "", slot
+    hook = next((h for h in load_rules().capture_hooks if h.hook == slot), None)
+    if hook is None:
+        return CheckStatus.OK, (), "", ""
+    result = check_contract(index, cls, hook)
+    # A contract the analysis could not follow proves nothing: the class is not ok. A
+    # class with no forward at all is left as it is: nn.Module's raises, so the class
+    # cannot serve anything, and no contract is there to follow.
+    if result.findings:
+        return CheckStatus.BROKEN, result.findings, result.unknown, slot
+    if result.unknown and result.unknown != NO_FORWARD:
+        return CheckStatus.UNKNOWN, (), result.unknown, slot
+    return CheckStatus.OK, (), result.unknown, slot
 
 
 def unparsed_problem(index: VersionIndex, cls: str, workers: tuple[str, ...]) -> str:

@@ -49,6 +49,17 @@ class ReceiverRule:
 
 
 @dataclass(frozen=True)
+class CaptureHook:
+    """One `[[capture_hook]]`: the member an algorithm calls on the target to choose the
+    layers whose hidden states its forward returns, what the capture state it drives is
+    named like, and the tuple the decoder returns when capturing (aux list last)."""
+
+    hook: str
+    state: re.Pattern[str]
+    returns: tuple[str, ...]
+
+
+@dataclass(frozen=True)
 class RoleRules:
     """All rules of roles.toml. `rules_in` memoises which receiver rules apply where."""
 
@@ -71,6 +82,9 @@ class RoleRules:
     holders: tuple[tuple[str, str], ...] = ()
     # Receivers whose tests change from batch to batch ([runtime]).
     runtime_receivers: tuple[re.Pattern[str], ...] = ()
+    # The hooks through which algorithms ask the target for aux hidden states ([[capture_hook]]),
+    # in the order a runner prefers them.
+    capture_hooks: tuple[CaptureHook, ...] = ()
     # Memos of answers derived from the rules: `init=False`, so `dataclasses.replace` (other
     # rules) starts them empty instead of sharing the old rules' answers.
     _memo: dict[tuple[str, str | None], tuple[ReceiverRule, ...]] = field(
@@ -231,6 +245,7 @@ def rules_from_text(raw: bytes, where: str = "roles.toml") -> RoleRules:
         runtime_receivers=_receivers_table(data.get("runtime"), f"{where}: [runtime]")
         if "runtime" in data
         else (),
+        capture_hooks=_capture_hooks(data.get("capture_hook", []), where),
     )
 
 
@@ -275,6 +290,7 @@ _SECTIONS = {
     "draft_models": False,
     "model_holder": True,
     "runtime": False,
+    "capture_hook": True,
 }
 RECEIVER_ROLES = ("target", "draft", "runner")
 RECEIVER_SCOPES = ("worker", "runner")
@@ -469,4 +485,28 @@ def _holders(raw: list[Any], where: str) -> tuple[tuple[str, str], ...]:
             if not _IDENTIFIER.fullmatch(str(entry[name])):
                 raise TrackerError(f"{at}: {name} {entry[name]!r} is not a name")
         out.append((str(entry["class"]), str(entry["attribute"])))
+    return tuple(out)
+
+
+def _capture_hooks(raw: list[Any], where: str) -> tuple[CaptureHook, ...]:
+    out = []
+    for n, item in enumerate(raw, 1):
+        at = f"{where}: [[capture_hook]] #{n}"
+        entry = _entry(
+            item, at, {"hook": str, "state": str, "returns": list}, ("hook", "state", "returns")
+        )
+        if not _IDENTIFIER.fullmatch(str(entry["hook"])):
+            raise TrackerError(f"{at}: hook {entry['hook']!r} is not a name")
+        at = f"{at} ({entry['hook']})"
+        try:
+            state = re.compile(str(entry["state"]))
+        except re.error as exc:
+            raise TrackerError(f"{at}: bad state pattern: {exc}") from exc
+        returns = entry["returns"]
+        _names(returns, "returns must list two or more names", _IDENTIFIER, at)
+        if len(returns) < 2:
+            raise TrackerError(f"{at}: returns must list two or more names (got {returns})")
+        out.append(CaptureHook(str(entry["hook"]), state, tuple(returns)))
+    if len({h.hook for h in out}) != len(out):
+        raise TrackerError(f"{where}: a [[capture_hook]] is listed twice")
     return tuple(out)

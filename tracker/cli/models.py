@@ -709,7 +709,8 @@ _HOW = {
 def _why_model_lines(check: Any, reqs: list[Any], version: str) -> list[str]:
     """How the class provides each member it is checked for, then its aux-hidden-state
     contract: each finding with its sites, what serving it does and what a fix must do."""
-    from tracker.analysis.contract import SETTER, ContractRule
+    from tracker.analysis.contract import ContractRule
+    from tracker.analysis.roles import load_rules
 
     sites = {r.member: r.sites[0] for r in reqs if r.role == check.role}
     other = f" --algorithm {check.algorithm}" if check.algorithm != "EAGLE3" else ""
@@ -730,7 +731,11 @@ def _why_model_lines(check: Any, reqs: list[Any], version: str) -> list[str]:
                     )
         else:
             lines.append(f"  {p.member:<32} {_HOW.get(p.how, p.how)} {p.where}".rstrip())
-    if check.role != "target" or SETTER not in {p.member for p in check.provisions}:
+    hooks = {h.hook for h in load_rules().capture_hooks}
+    followed = check.contract or check.contract_unknown
+    if not followed and (
+        check.role != "target" or not hooks & {p.member for p in check.provisions}
+    ):
         return lines
     if check.contract:
         lines.append("  aux-hidden-state contract: broken")

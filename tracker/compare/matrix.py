@@ -14,7 +14,7 @@ class is checked as the draft model of an algorithm that loads such classes as d
 from __future__ import annotations
 
 from collections.abc import Iterable, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 
 from tracker.analysis.compat import EntryClass, ModelCheck, natural_role
 from tracker.analysis.vocabulary import CHECKED, CellStatus
@@ -57,6 +57,9 @@ class Event:
     status: str  # status at `version`
     members: tuple[str, ...] = ()  # missing (appeared/broke/changed) or now provided (fixed)
     previous: str = ""  # the version before
+    # The sites of the contract findings a contract event is about (the setter's write, the
+    # decoder's read, ...), each rendered "what (file:line)".
+    contract_sites: tuple[str, ...] = ()
 
 
 @dataclass
@@ -105,6 +108,7 @@ def build_matrix(
         previous_status = "absent"
         previous_missing: tuple[str, ...] = ()
         previous_version = ""
+        previous_check: ModelCheck | None = None
         if start is not None:
             previous_status, previous_check = _status_of(model, start[1], start[2])
             previous_missing = _broken_by(previous_check)
@@ -140,8 +144,13 @@ def build_matrix(
                     previous_version,
                 )
             if event is not None:
+                about = previous_check if event.kind == ModelEvent.FIXED else check
+                if about is not None and about.contract:
+                    sites = tuple(s.render() for f in about.contract for s in f.sites)
+                    event = replace(event, contract_sites=tuple(dict.fromkeys(sites)))
                 m.events.append(event)
             previous_status, previous_missing = status, current_missing
+            previous_check = check
             previous_version = snap.version
         m.cells[model] = row
         m.missing[model] = missing_row

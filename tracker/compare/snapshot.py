@@ -25,6 +25,7 @@ from tracker.analysis.compat import (
     ModelCheck,
     Needs,
     Provision,
+    contract_slot,
     natural_role,
     workers_problem,
 )
@@ -198,7 +199,8 @@ def _checks(compat: Compat) -> list[dict[str, Any]]:
 def _entry_classes(compat: Compat) -> list[dict[str, Any]]:
     provisions: dict[str, dict[str, Provision]] = {}
     delegations: dict[str, dict[tuple[str, str, str], Delegation]] = {}
-    contracts: dict[str, ModelCheck] = {}
+    # By class, then by the contract followed (a capture hook, or a draft's forward).
+    contracts: dict[str, dict[str, ModelCheck]] = {}
     # A problem of the class's own file (not of a worker file): the same for every check.
     own_problems: dict[str, str] = {}
     for c in compat.checks:
@@ -206,7 +208,7 @@ def _entry_classes(compat: Compat) -> list[dict[str, Any]]:
             own_problems[c.model] = c.problem
         provisions.setdefault(c.model, {}).update({p.member: p for p in c.provisions})
         if c.contract or c.contract_unknown:
-            contracts[c.model] = c
+            contracts.setdefault(c.model, {})[c.contract_hook or SETTER] = c
         for d in c.delegations:
             delegations.setdefault(c.model, {})[(d.member, d.attribute, d.inner_key)] = d
     out = []
@@ -220,17 +222,35 @@ def _entry_classes(compat: Compat) -> list[dict[str, Any]]:
             {k: v for k, v in asdict(d).items() if v != ()}
             for _, d in sorted(delegations.get(e.name, {}).items())
         ]
-        # The aux-hidden-state contract does not depend on the algorithm either.
-        check = contracts.get(e.name)
-        if check is not None and check.contract:
-            doc["contract"] = [asdict(f) for f in check.contract]
-        if check is not None and check.contract_unknown:
-            doc["contract_unknown"] = check.contract_unknown
+        # A contract does not depend on the algorithm, only on the hook it goes through
+        # (EAGLE3's in `contract`, the others in `hook_contracts`) or the draft's forward.
+        by_hook = contracts.get(e.name, {})
+        doc.update(_contract_doc(by_hook.pop(SETTER, None)))
+        others = {h: _contract_doc(c) for h, c in sorted(by_hook.items())}
+        if others:
+            doc["hook_contracts"] = others
         own = own_problems.get(e.name, "")
         if own:
             doc["problem"] = own
         out.append(doc)
     return out
+
+
+def _contract_doc(check: ModelCheck | None) -> dict[str, Any]:
+    doc: dict[str, Any] = {}
+    if check is not None and check.contract:
+        doc["contract"] = [asdict(f) for f in check.contract]
+    if check is not None and check.contract_unknown:
+        doc["contract_unknown"] = check.contract_unknown
+    return doc
+
+
+def _read_contract(doc: dict[str, Any]) -> tuple[tuple[ContractFinding, ...], str]:
+    findings = tuple(
+        ContractFinding(f["rule"], f["message"], tuple(ContractSite(**x) for x in f["sites"]))
+        for f in doc.get("contract", ())
+    )
+    return findings, doc.get("contract_unknown", "")
 
 
 # The JSON forms of a site, a requirement, a field use and a provision, as the reports show
@@ -375,7 +395,7 @@ def _load_compat(
     entries = []
     provisions: dict[str, dict[str, Provision]] = {}
     delegations: dict[str, list[Delegation]] = {}
-    contracts: dict[str, tuple[tuple[ContractFinding, ...], str]] = {}
+    contracts: dict[str, dict[str, tuple[tuple[ContractFinding, ...], str]]] = {}
     for e in doc["entry_classes"]:
         if models is not None and e["name"] not in models:
             continue
@@ -407,15 +427,10 @@ def _load_compat(
             for d in e["delegations"]
         ]
         problems[e["name"]] = e.get("problem", "")
-        contracts[e["name"]] = (
-            tuple(
-                ContractFinding(
-                    f["rule"], f["message"], tuple(ContractSite(**x) for x in f["sites"])
-                )
-                for f in e.get("contract", ())
-            ),
-            e.get("contract_unknown", ""),
-        )
+        contracts[e["name"]] = {
+            SETTER: _read_contract(e),
+            **{h: _read_contract(c) for h, c in e.get("hook_contracts", {}).items()},
+        }
     paths = {e.name: (e.path, e.kind, e.kind_evidence) for e in entries}
     checks = []
     verdicts = [
@@ -437,10 +452,9 @@ def _load_compat(
         )
         missing = tuple(p.member for p in provs if p.how == "missing")
         path, kind, kind_evidence = paths[model]
-        findings, contract_unknown = contracts[model]
         unknown = any(p.how == "unknown" for p in provs)
-        if missing or unknown or role != "target" or SETTER not in members:
-            findings, contract_unknown = (), ""
+        slot = "" if missing or unknown else contract_slot(role, provs)
+        findings, contract_unknown = contracts[model].get(slot, ((), ""))
         drafts = itf.draft_models.get(algorithm)
         role_evidence = drafts.evidence if drafts is not None and role != natural_role(kind) else ""
         at_risk = tuple(
@@ -472,6 +486,7 @@ def _load_compat(
                 ),
                 contract=findings,
                 contract_unknown=contract_unknown,
+                contract_hook=slot if findings or contract_unknown else "",
                 kind_evidence=kind_evidence,
                 role_evidence=role_evidence,
                 at_risk=at_risk,

@@ -382,6 +382,8 @@ def _model_document(
         "unknown": list(check.unknown),
         "contract": contract_docs(check),
         "before_contract_unknown": before.contract_unknown if before is not None else "",
+        # The hook whose contract broke (`set_dflash_layers_to_capture`), or a draft's forward.
+        "contract_hook": check.contract_hook,
         "provided": [p.member for p in check.provisions],
         "error": (f"AttributeError: '{check.model}' object has no attribute '{check.missing[0]}'")
         if check.missing

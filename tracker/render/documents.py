@@ -469,6 +469,7 @@ def event_doc(e: Any) -> dict[str, Any]:
         "status": e.status,
         "members": list(e.members),
         "previous": e.previous,
+        **({"contract_sites": list(e.contract_sites)} if e.contract_sites else {}),
     }
 
 
