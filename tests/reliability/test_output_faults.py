@@ -93,6 +93,43 @@ def test_a_report_never_removes_the_users_own_files_and_only_its_own_stale_graph
     assert (docs / "notes.md").read_text() == "mine\n"
 
 
+def test_a_report_into_a_folder_holding_the_users_own_index_html_refuses_and_keeps_it(
+    tmp_path: Path, breaking_repo: Path
+) -> None:
+    site = tmp_path / "site"
+    site.mkdir()
+    (site / "index.html").write_text("<html>my site</html>")
+    run = _report(breaking_repo, site)
+    assert_one_line_error(run, str(site / "index.html"), "not overwriting it")
+    assert _tree(site) == {"index.html": b"<html>my site</html>"}
+
+
+def test_the_line_a_report_ends_with_counts_one_version_and_one_graph_in_the_singular(
+    tmp_path: Path, breaking_repo: Path
+) -> None:
+    run = _report(breaking_repo, tmp_path / "one", "v0.5.9..v0.5.9")
+    assert run.code == 0, run.stderr
+    (line,) = [ln for ln in (run.stdout + run.stderr).splitlines() if ln.startswith("wrote ")]
+    assert "× 1 version · 1 call graph · " in line, line
+
+
+def test_a_staging_folder_a_dead_run_left_is_removed_by_the_next_run_and_a_live_ones_kept(
+    tmp_path: Path,
+) -> None:
+    out = tmp_path / "out"
+    out.mkdir()
+    # A pid no process has (above the kernel's pid_max) and this process's parent, alive.
+    dead = out / f"{tracker.common.fileset.STAGING_PREFIX}{2**22 + 1}-abc"
+    live = out / f"{tracker.common.fileset.STAGING_PREFIX}{os.getppid()}-def"
+    for folder in (dead, live):
+        folder.mkdir()
+        (folder / "index.html").write_text("half written")
+    tracker.common.fileset.write_file_set(out, {"a.txt": "a"})
+    assert not dead.exists()
+    assert (live / "index.html").read_text() == "half written"
+    assert (out / "a.txt").read_text() == "a"
+
+
 # -- a full disk, in process ----------------------------------------------------------------------
 
 

@@ -83,9 +83,12 @@ def report(
     nothing from the network."""
     from tracker.common.fileset import make_output_dir
     from tracker.compare.snapshot import aliases_of, pick_algorithms
+    from tracker.render.documents import plural
     from tracker.render.report import ReportOptions, build_report, present_algorithms, write_report
+    from tracker.render.report.html import refuse_foreign_index
 
     make_output_dir(output)  # before the work: a folder that cannot be made is said at once
+    refuse_foreign_index(output)
     snaps = ws.snapshots(range_spec)
     chosen = pick_algorithms(
         present_algorithms(snaps), algorithms, aliases=aliases_of(*snaps), note=note_line
@@ -104,8 +107,9 @@ def report(
         say(f"tracker: note: {note}; used the built-in layout")
     models = max((len(a["rows"]) for a in doc["algorithms"]), default=0)
     say(
-        f"wrote {written.index} ({', '.join(chosen)} · {models} models × "
-        f"{len(doc['versions'])} versions · {len(written.graphs)} call graphs · "
+        f"wrote {written.index} ({', '.join(chosen)} · {plural(models, 'model')} × "
+        f"{plural(len(doc['versions']), 'version')} · "
+        f"{plural(len(written.graphs), 'call graph')} · "
         f"{written.bytes // 1024} KiB)"
     )
 

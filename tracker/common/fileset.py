@@ -49,7 +49,8 @@ def write_file_set(
     make_output_dir(directory)
     _sweep_staging(directory)
     try:
-        staging = Path(tempfile.mkdtemp(prefix=STAGING_PREFIX, dir=directory))
+        # The pid in the name lets a later run remove it at once once this one is gone.
+        staging = Path(tempfile.mkdtemp(prefix=f"{STAGING_PREFIX}{os.getpid()}-", dir=directory))
     except OSError as exc:
         raise _cannot("write to", directory, exc) from None
     try:
@@ -146,12 +147,29 @@ def _recorded(path: Path) -> set[str]:
 
 
 def _sweep_staging(directory: Path) -> None:
-    """Remove staging folders killed runs left behind (never a live run's: by age)."""
+    """Remove staging folders killed runs left behind, never a live run's: one whose pid no
+    longer runs on this machine, or (a folder from another machine, or without a pid) by
+    age."""
     cutoff = time.time() - STALE_AFTER
     with contextlib.suppress(OSError):
         for entry in directory.iterdir():
-            if entry.name.startswith(STAGING_PREFIX) and _older(entry, cutoff):
+            if not entry.name.startswith(STAGING_PREFIX):
+                continue
+            if _owner_gone(entry.name) or _older(entry, cutoff):
                 shutil.rmtree(entry, ignore_errors=True)
+
+
+def _owner_gone(name: str) -> bool:
+    pid, dash, _ = name.removeprefix(STAGING_PREFIX).partition("-")
+    if not (dash and pid.isdigit()) or int(pid) == os.getpid():
+        return False
+    try:
+        os.kill(int(pid), 0)
+    except ProcessLookupError:
+        return True
+    except OSError:  # alive, another user's
+        return False
+    return False
 
 
 def _older(path: Path, cutoff: float) -> bool:

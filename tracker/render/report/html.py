@@ -125,6 +125,19 @@ def render_html(
 REPORT_MANIFEST = ".sglang-tracker-report.json"
 
 
+def refuse_foreign_index(out_dir: Path) -> None:
+    """A folder's `index.html` that no report of this tool wrote (none is recorded in the
+    folder's manifest) is the user's: never overwritten. Raises a TrackerError saying so."""
+    from tracker.common.errors import TrackerError
+
+    index = out_dir / "index.html"
+    if index.exists() and not (out_dir / REPORT_MANIFEST).is_file():
+        raise TrackerError(
+            f"{index} was not written by tracker report; not overwriting it: "
+            "give -o an empty or new folder, or one an earlier report wrote"
+        )
+
+
 def write_report(
     doc: Mapping[str, Any], out_dir: Path, options: ReportOptions | None = None
 ) -> WrittenReport:
@@ -133,6 +146,7 @@ def write_report(
     does not are removed, no other file."""
     from tracker.common.fileset import write_file_set
 
+    refuse_foreign_index(out_dir)
     page, svgs, engines, notes = render_html(doc, options)
     files: dict[str, str] = {"index.html": page}
     for name, svg in sorted(svgs.items()):
