@@ -549,13 +549,15 @@ def test_a_file_whose_name_is_not_utf8_is_skipped_with_a_warning(sgl_dir: MakeDi
     ]
 
 
-def test_a_symlinked_models_folder_is_said_not_followed(sgl_dir: MakeDir, tmp_path: Path) -> None:
+def test_a_symlinked_models_folder_is_one_clear_error_not_zero_models_checked(
+    sgl_dir: MakeDir, tmp_path: Path
+) -> None:
     root = sgl_dir("linked-models")
     models = root / SRT / "models"
     models.rename(tmp_path / "real-models")
     models.symlink_to(tmp_path / "real-models")
     run = run_process("check", "local", "--source", f"dir:{root}", "-a", "EAGLE3")
-    assert f"tracker: warning: skipped {SRT}models/: not followed: symlink" in run.error_lines
+    assert_one_line_error(run, f"{models} is a symlink, not followed")
 
 
 def test_a_symlinked_srt_folder_is_one_clear_error_not_no_algorithms(

@@ -135,9 +135,10 @@ class DirSource(Source):
 
 
 def _refuse_linked(directory: Path, srt: Path) -> None:
-    """A symlinked `srt/` (or folder above it) is not followed, as git does not follow it:
-    say so, rather than analyse a tree without it."""
-    for folder in (srt.parent.parent, srt.parent, srt):
+    """A symlinked `srt/` (or folder above it, or `srt/models/`) is not followed, as git
+    does not follow it: say so, rather than analyse a tree without it (no model class
+    checked, and exit 0)."""
+    for folder in (srt.parent.parent, srt.parent, srt, srt / "models"):
         if folder != directory and folder.is_symlink():
             raise NotSGLangError(
                 f"{folder} is a symlink, not followed: give dir: the tree it points to"
