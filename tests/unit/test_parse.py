@@ -287,6 +287,36 @@ def test_a_failed_single_name_renders_as_not_name() -> None:
     assert [b.render() for b in branches_of(module, "fallback")] == ["not use_fa3"]
 
 
+def test_the_other_side_of_one_comparison_reads_as_the_opposite_comparison() -> None:
+    module = facts("""\
+    if self.target_worker.device != "cuda":
+        elsewhere()
+    else:
+        on_cuda()
+    if x is None or y not in ("a", "b"):
+        pass
+    else:
+        both()
+    if 0 < k <= 8:
+        pass
+    else:
+        out_of_range()
+    if a < b:
+        pass
+    else:
+        not_less()
+    """)
+    assert [b.render() for b in branches_of(module, "on_cuda")] == [
+        "self.target_worker.device == 'cuda'"
+    ]
+    assert [b.render() for b in branches_of(module, "both")] == [
+        "x is not None and y in ('a', 'b')"
+    ]
+    # A chain and an ordering keep their `not`: neither has a single opposite operator.
+    assert [b.render() for b in branches_of(module, "out_of_range")] == ["not (0 < k <= 8)"]
+    assert [b.render() for b in branches_of(module, "not_less")] == ["not (a < b)"]
+
+
 def test_cond_render_covers_every_operator() -> None:
     cond = Cond(
         "or",

@@ -72,20 +72,46 @@ class Branch(NamedTuple):
         return simplified(self.test if self.holds else Cond("not", "", (self.test,))).render()
 
 
+# A comparison and the one that holds exactly when it does not. Orderings are left alone:
+# `not (a < b)` is not `a >= b` for values without a total order (NaN, sets).
+_NEGATED = {
+    "==": "!=",
+    "!=": "==",
+    "is": "is not",
+    "is not": "is",
+    "in": "not in",
+    "not in": "in",
+}
+
+
 def simplified(cond: Cond) -> Cond:
     """`cond` with `not` pushed through an and/or whose operands are all negated (De
-    Morgan), and `not not x` dropped; other negations stay where they are."""
+    Morgan), `not not x` dropped and `not (a != b)` read `a == b`; other negations stay
+    where they are."""
     if cond.op != "not" or not cond.args:
         if cond.op in ("and", "or"):
             return cond._replace(args=tuple(simplified(a) for a in cond.args))
         return cond
     inner = cond.args[0]
-    if inner.op == "not" and inner.args:
-        return simplified(inner.args[0])
-    if inner.op in ("and", "or") and all(a.op == "not" and a.args for a in inner.args):
-        flipped = "or" if inner.op == "and" else "and"
-        return Cond(flipped, "", tuple(simplified(a.args[0]) for a in inner.args))
+    negated = _negation(inner)
+    if negated is not None:
+        return simplified(negated)
+    if inner.op in ("and", "or"):
+        operands = [_negation(a) for a in inner.args]
+        if all(o is not None for o in operands):
+            flipped = "or" if inner.op == "and" else "and"
+            return Cond(flipped, "", tuple(simplified(o) for o in operands if o is not None))
     return Cond("not", "", (simplified(inner),))
+
+
+def _negation(cond: Cond) -> Cond | None:
+    """`cond`'s opposite without a `not` in front, or None when it has none: `not x` gives
+    `x`, and one comparison (a chain `a < b < c` is not one) `a != b` gives `a == b`."""
+    if cond.op == "not" and cond.args:
+        return cond.args[0]
+    if cond.op == "cmp" and cond.text in _NEGATED and len(cond.args) == 2:
+        return cond._replace(text=_NEGATED[cond.text])
+    return None
 
 
 class Context(NamedTuple):
