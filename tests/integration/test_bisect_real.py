@@ -188,6 +188,10 @@ def test_issues_in_git_mode_name_the_commit_that_broke_kimi_k25(
     [kimi_issue] = [i for i in issues if i["report"]["subject"] == KIMI]
     kimi = history.changing(KIMI_MODULE)
     assert f"Broke in `{kimi.commit[:10]}` «{kimi.subject}»" in kimi_issue["body"]
+    # The commands it suggests read the same repository: runnable as printed.
+    repo = f"--repo {history.repo}"
+    assert f"Found by `tracker bisect {KIMI} {OLD}..{NEW} -a EAGLE3 {repo}`" in kimi_issue["body"]
+    assert f"from `tracker diff {OLD} {NEW} -a EAGLE3 {repo}`" in kimi_issue["body"]
     # Off on request: the same issue, without the commit.
     quiet = CliRunner().invoke(cli, [*args, "--no-bisect"])
     [plain] = [i for i in json.loads(quiet.stdout)["issues"] if i["report"]["subject"] == KIMI]

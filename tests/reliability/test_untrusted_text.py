@@ -154,6 +154,18 @@ def test_bisect_names_the_commit_and_keeps_its_subject_exactly(repo: Path) -> No
     assert doc["after"] == "broken"
 
 
+def test_bisect_progress_cuts_a_long_subject_and_the_report_keeps_it_whole(repo: Path) -> None:
+    run = tracker(
+        "bisect", hostile.VICTIM, "v0.5.15..v0.5.16", "-a", "EAGLE3", "--repo", str(repo),
+        "--format", "json",
+    )  # fmt: skip
+    assert run.code == 0, run.stderr
+    progress = [ln for ln in run.stderr.splitlines() if ln.startswith("tracker: bisect: [")]
+    assert progress and all(len(ln) < 200 for ln in progress), [len(ln) for ln in progress]
+    assert any(ln.endswith("…»") for ln in progress), progress
+    assert json.loads(run.stdout)["commit"]["subject"] == hostile.SUBJECT
+
+
 # ------------------------------------------------------------------------ markdown
 
 

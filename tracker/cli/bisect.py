@@ -36,11 +36,17 @@ def commit_history(ws: Workspace, old: str, new: str, *, progress: bool) -> Comm
     def probe(commit: CommitInfo, status: str) -> None:
         if progress:
             number = next(i for i, c in enumerate(commits) if c.sha == commit.sha)
-            say(
-                f"tracker: bisect: [{number}/{count}] {commit.sha[:10]} {status} «{commit.subject}»"
-            )
+            # A progress line stays a line: a subject is cut (the report has it whole).
+            subject = commit.subject
+            if len(subject) > SUBJECT_LIMIT:
+                subject = subject[: SUBJECT_LIMIT - 1] + "…"
+            say(f"tracker: bisect: [{number}/{count}] {commit.sha[:10]} {status} «{subject}»")
 
     return CommitHistory(ws, commits, probe)
+
+
+# Characters of a commit subject a progress line shows.
+SUBJECT_LIMIT = 80
 
 
 @click.command()

@@ -173,6 +173,14 @@ class Workspace:
             return shlex.quote(f"git:{source.location}@{version}")
         return shlex.quote(version)
 
+    def source_options(self, source: Source) -> str:
+        """What a suggested command needs to read `source` again: `--repo LOCATION` for a
+        git repository (bisect reads nothing else), "" for the package index and for a
+        directory (whose versions are named as `dir:PATH`)."""
+        import shlex
+
+        return f"--repo {shlex.quote(source.location)}" if source.kind == "git" else ""
+
     def fix_options(self, source: Source, version: str, requirements: str = "") -> str:
         """The options of the `tracker fix` command that patches a class of `version`
         (against the requirements of another version, when they come from one)."""

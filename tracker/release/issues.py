@@ -184,6 +184,7 @@ def build_issues(
     known: Container[str] = (),
     fix_options: str = "",
     broke_in: BrokeIn | None = None,
+    source_options: str = "",
 ) -> list[IssueDoc]:
     """One issue per reportable change of `d`, in the diff's rank order.
 
@@ -191,8 +192,10 @@ def build_issues(
     model to delegate to (for the `tracker fix` patch and the class's line). Issues whose
     fingerprint is in `known` are already filed: they get a title but no body, and never
     cost an analysis. `fix_options` name the new version for `tracker fix` (default
-    `--at VERSION`). `broke_in` names the commit that broke a model (git: found by
-    bisect), as a document (`short`, `subject`, `cause`, ...), or None.
+    `--at VERSION`); `source_options` are what the commands an issue suggests need to
+    read the same source (`--repo PATH` for a repository). `broke_in` names the commit
+    that broke a model (git: found by bisect), as a document (`short`, `subject`,
+    `cause`, ...), or None.
     """
     fix_options = fix_options or f"--at {d.new_version}"
     loaded: list[IndexedTree | None] = []
@@ -232,6 +235,7 @@ def build_issues(
             doc = _member_document(report, change, old, new, compat)
         doc.update(_common(report, source))
         doc["fix_options"] = fix_options
+        doc["source_options"] = source_options
         out.append(_issue(report, doc, options, render_body=not filed))
     return out
 

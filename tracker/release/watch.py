@@ -383,6 +383,7 @@ def issues_between(
         known=known,
         fix_options=ws.fix_options(source, new.version),
         broke_in=broke_in,
+        source_options=ws.source_options(source),
     )
 
 
