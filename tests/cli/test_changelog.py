@@ -39,7 +39,9 @@ def test_the_appendix_opens_with_its_heading_and_a_one_line_summary(tracker: Tra
     lines = result.stdout.splitlines()
     assert lines[0] == "## Speculative decoding interface changes"
     assert lines[2].startswith("sglang v0.5.9 → v0.5.10: no interface changes;")
-    assert "2 wrappers fixed (KimiK25ForConditionalGeneration, MindSporeForCausalLM)" in lines[2]
+    # MindSporeForCausalLM's decoder comes from outside SGLang at v0.5.10: its contract is
+    # not followed, so it is unknown there, not fixed.
+    assert "1 wrapper fixed (KimiK25ForConditionalGeneration)" in lines[2]
 
 
 def test_sections_without_changes_are_left_out(tracker: Tracker) -> None:
@@ -112,10 +114,7 @@ def test_output_goes_to_a_file_and_json_carries_the_schema(
         ).stdout
     )
     assert doc["schema"] == "sglang-tracker/changelog@2"
-    assert [f["model"] for f in doc["sections"][0]["fixed"]] == [
-        "KimiK25ForConditionalGeneration",
-        "MindSporeForCausalLM",
-    ]
+    assert [f["model"] for f in doc["sections"][0]["fixed"]] == ["KimiK25ForConditionalGeneration"]
 
 
 def test_a_template_dir_overrides_the_appendix(tracker: Tracker, tmp_path: Path) -> None:
