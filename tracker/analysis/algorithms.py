@@ -14,6 +14,7 @@ by the algorithm/role at all (`is_eagle3()` is; `batch.is_extend()` is not).
 
 from __future__ import annotations
 
+import functools
 import re
 from collections.abc import Iterable
 from dataclasses import dataclass, field
@@ -514,6 +515,9 @@ def opt_in_branches(algos: Algorithms, branches: tuple[Branch, ...]) -> tuple[Br
     return tuple(out)
 
 
+# Pure on its text, and asked for the same assigned values over and over (every flag and
+# predicate alias is read at each site that tests it): kept, a Cond is immutable.
+@functools.lru_cache(maxsize=1 << 16)
 def parse_bool(text: str) -> Cond | None:
     """A boolean expression of names and argument-free calls, from its source text
     (`a.is_eagle() or a.is_standalone()`): assigned values are kept as text."""
