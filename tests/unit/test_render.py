@@ -193,6 +193,12 @@ def legend_of(lines: list[str]) -> list[str]:
     return lines[start:end]
 
 
+def test_a_matrix_of_two_versions_names_the_range() -> None:
+    assert matrix_text(["v1.0.9", "v1.0.10"])[0].startswith(
+        "EAGLE3 · 2 versions (v1.0.9 … v1.0.10) · "
+    )
+
+
 def test_each_matrix_column_names_its_version_downwards_above_it() -> None:
     versions = ["v1.0.9", "v1.0.10", "v1.0.10.post1", "v1.0.11"]
     lines = matrix_text(versions)
@@ -208,7 +214,7 @@ def test_each_matrix_column_names_its_version_downwards_above_it() -> None:
 
 def test_the_matrix_legend_wraps_at_80_columns_and_counts_in_the_singular() -> None:
     lines = matrix_text(["v1.0.9"])
-    assert lines[0].startswith("EAGLE3 · 1 version (v1.0.9 … v1.0.9) · 2 model classes")
+    assert lines[0].startswith("EAGLE3 · 1 version (v1.0.9) · 2 model classes")
     assert "  (1 class appeared supported)" in lines
     legend = legend_of(lines)
     assert len(legend) > 1
