@@ -24,6 +24,7 @@ from __future__ import annotations
 
 import re
 from collections import defaultdict
+from collections.abc import Iterator
 from dataclasses import dataclass, field, replace
 from enum import Enum
 
@@ -514,25 +515,22 @@ class _Contract:
             info = self.index.classes[c]
             if attr in info.class_attrs or attr in info.methods:
                 return True
-        init = next((c for c in mro if "__init__" in self.index.classes[c].methods), None)
-        seen: set[str] = set()
-        while init is not None and init not in seen:
-            seen.add(init)
-            info = self.index.classes[init]
-            fn = key(info.module, info.methods["__init__"].qualname)
-            fns = self.helpers(cls, fn)
+        # Where the chain stopped: None when it ran to an `__init__` that calls no other
+        # (or none at all), a class when it came back to one it ran already.
+        stopped: str | None = None
+        for _, _, fns, following in self._init_chain(cls):
             if any(
                 e.kind == "write" and e.text == f"self.{attr}" for f in fns for e in self.effects(f)
             ):
                 return True
-            init = self._next_init(cls, init, fns)
-        if init is None and any(r.external not in _TORCH for r in external):
+            stopped = following
+        if stopped is None and any(r.external not in _TORCH for r in external):
             return None
         return False
 
-    def skipping_init(self, cls: str) -> ContractSite | None:
-        """Where the chain of `__init__`s that really run stops short of a base that has
-        one: the call (`nn.Module.__init__(self)`) that runs torch's instead."""
+    def _init_chain(self, cls: str) -> Iterator[tuple[str, str, list[str], str | None]]:
+        """The `__init__`s an instance of `cls` really runs, in order: (its class, its
+        function, the helpers it runs, the class whose `__init__` it calls next or None)."""
         mro = self.index.mro(cls)[0]
         init = next((c for c in mro if "__init__" in self.index.classes[c].methods), None)
         seen: set[str] = set()
@@ -542,6 +540,14 @@ class _Contract:
             fn = key(info.module, info.methods["__init__"].qualname)
             fns = self.helpers(cls, fn)
             following = self._next_init(cls, init, fns)
+            yield init, fn, fns, following
+            init = following
+
+    def skipping_init(self, cls: str) -> ContractSite | None:
+        """Where the chain of `__init__`s that really run stops short of a base that has
+        one: the call (`nn.Module.__init__(self)`) that runs torch's instead."""
+        mro = self.index.mro(cls)[0]
+        for init, fn, fns, following in self._init_chain(cls):
             if following is None:
                 rest = mro[mro.index(init) + 1 :] if init in mro else []
                 skipped = next(
@@ -563,7 +569,6 @@ class _Contract:
                     f"{self.index.classes[skipped].name}.__init__"
                 )
                 return ContractSite(self.path(fn), call.line, what)
-            init = following
         return None
 
     def _next_init(self, cls: str, current: str, fns: list[str]) -> str | None:
