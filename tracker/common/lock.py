@@ -1,14 +1,18 @@
 """One run at a time: an advisory lock on a file beside what two runs must not share.
 
 Two `watch --post` runs on one state file (an overlapping cron job, a second CI job) would
-both read "nothing filed yet" and both file. The lock is the kernel's (flock): it goes with
-the process, so a killed run never leaves a stale lock behind. The lock file itself stays
-(removing it would let a third run lock a new file while the second holds the old one).
+both read "nothing filed yet" and both file. The lock is the kernel's POSIX record lock
+(`lockf`): it belongs to the process, so a killed run never leaves a stale lock behind, and
+a process it starts never holds it (an flock is shared with every process that inherits
+the open file, and outlives the run in whichever of them lives longest). The lock file
+itself stays (removing it would let a third run lock a new file while the second holds
+the old one).
 """
 
 from __future__ import annotations
 
 import contextlib
+import errno
 import os
 from collections.abc import Iterator
 from pathlib import Path
@@ -37,8 +41,10 @@ def held(path: Path, what: str) -> Iterator[None]:
         return
     try:
         try:
-            fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
-        except BlockingIOError:
+            fcntl.lockf(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+        except OSError as exc:
+            if exc.errno not in (errno.EACCES, errno.EAGAIN):
+                raise
             holder = os.pread(fd, 32, 0).decode("ascii", "replace").strip()
             by = f" (pid {holder})" if holder.isdigit() else ""
             raise TrackerError(
