@@ -23,8 +23,16 @@ KIMI = "KimiK25ForConditionalGeneration"
 Invoke = Callable[..., Result]
 
 
+# The releases these commands read from their archives (facts, fix and triage read
+# v0.5.9's source); the rest answer from shipped snapshots. The release list is stocked too:
+# the commands never ask the package index, so nothing may be left to an earlier test.
+ARCHIVES = ("v0.5.9",)
+
+
 @pytest.fixture
-def tracker(use_real_cache: Path) -> Invoke:
+def tracker(use_real_cache: Path, stocked_releases: Callable[..., Path]) -> Invoke:
+    stocked_releases(*ARCHIVES)
+
     def invoke(*args: str, stdin: str | None = None) -> Result:
         return CliRunner(env={"TRACKER_PIP": "false", "NO_COLOR": "1"}).invoke(
             cli, [*args, "-q"], input=stdin, color=False

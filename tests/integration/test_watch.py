@@ -396,7 +396,7 @@ def stamp(path: Path) -> tuple[bytes, int]:
 
 @pytest.mark.realdata
 def test_a_dry_run_says_what_it_would_file_comment_and_close_and_sends_only_reads(
-    use_real_cache: Path, tmp_path: Path
+    releases_cached: Path, tmp_path: Path
 ) -> None:
     state_file = tmp_path / "state.json"
     with fake_github() as (url, server):
@@ -429,7 +429,7 @@ def test_a_dry_run_says_what_it_would_file_comment_and_close_and_sends_only_read
 
 @pytest.mark.realdata
 def test_a_dry_run_without_state_creates_none_and_would_close_what_it_would_have_filed(
-    use_real_cache: Path, tmp_path: Path
+    releases_cached: Path, tmp_path: Path
 ) -> None:
     state_file = tmp_path / "state.json"
     with fake_github() as (url, server):
@@ -460,7 +460,7 @@ def test_a_dry_run_without_state_creates_none_and_would_close_what_it_would_have
 
 
 @pytest.mark.realdata
-def test_a_dry_run_into_a_directory_writes_no_file(use_real_cache: Path, tmp_path: Path) -> None:
+def test_a_dry_run_into_a_directory_writes_no_file(releases_cached: Path, tmp_path: Path) -> None:
     out, state_file = tmp_path / "issues", tmp_path / "state.json"
     result = run(
         "watch",
