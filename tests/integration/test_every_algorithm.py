@@ -100,6 +100,22 @@ def test_dspark_lists_what_its_worker_asks_of_its_draft(
     assert not {"set_embed_and_head", "hot_token_id"} & set(draft)
 
 
+def test_a_target_head_read_through_a_wrapper_then_refused_when_none_is_required(
+    releases: dict[str, Analysed],
+) -> None:
+    # v0.5.23 dflash_worker_v2.py: `lm_head = unwrap_lora_layer(getattr(target_model,
+    # "lm_head", None))`, then `if lm_head is None or ...: raise RuntimeError`.
+    found = releases["v0.5.23"]
+    head = found.needs("DFLASH", "target")["lm_head"]
+    assert head.status == "required"
+    assert any(
+        s.guard == "getattr-raises" and s.path.endswith("speculative/dflash_worker_v2.py")
+        for s in head.sites
+    )
+    # A multimodal wrapper that keeps its head on the inner language model breaks.
+    assert "NemotronH_Nano_VL_V2" in found.broken("DFLASH")
+
+
 @pytest.mark.parametrize("version", ["v0.5.16", "v0.5.23"])
 def test_the_capture_hooks_are_one_of_two_for_dspark_and_one_for_dflash(
     releases: dict[str, Analysed], version: str

@@ -27,7 +27,16 @@ from tracker.analysis.roles import ReceiverRule, RoleRules, load_rules
 from tracker.analysis.vocabulary import STATUS_ORDER as STATUS_ORDER
 from tracker.analysis.vocabulary import Guard, RequirementStatus
 from tracker.analysis.walk import Reach, Variant, Walker
-from tracker.extract.facts import Branch, Call, Cond, Context, FunctionDef, ModuleFacts, Read
+from tracker.extract.facts import (
+    Assign,
+    Branch,
+    Call,
+    Cond,
+    Context,
+    FunctionDef,
+    ModuleFacts,
+    Read,
+)
 
 
 @dataclass(frozen=True, order=True)
@@ -867,18 +876,20 @@ def _negated_probes(br: Branch) -> list[tuple[str, str, tuple[Cond, ...]]]:
 
 def _raises_when_none(an: _Reachability, module: str, scope: str, call: Call) -> bool:
     """`x = getattr(model, "m", None)` and, below, a raise under `x is None` / `not x`:
-    the default only reaches an error."""
+    the default only reaches an error. The getattr may sit inside the value
+    (`x = unwrap_lora_layer(getattr(model, "lm_head", None))`): what wraps it hands the
+    None on, or the test below would not be there."""
     facts = an.index.modules[module]
-    names = {
-        a.target
+    holders = [
+        a
         for a in facts.assigns
-        if a.context.scope == scope
-        and a.line == call.line
-        and a.target.isidentifier()
-        and (a.value_call == "getattr" or (a.value is not None and "getattr(" in a.value.text))
-    }
-    if not names:
+        if a.context.scope == scope and a.target.isidentifier() and _holds_the_getattr(a, call.line)
+    ]
+    if not holders:
         return False
+    # The nearest assignment above the call is the one whose value holds it.
+    nearest = max(a.line for a in holders)
+    names = {a.target for a in holders if a.line == nearest}
     pattern = an.rules.draft_models.refusal_calls
     for other in an.flow.calls_in(key(module, scope)):
         if other.line <= call.line or not other.context.in_message or other.receiver is not None:
@@ -889,6 +900,18 @@ def _raises_when_none(an: _Reachability, module: str, scope: str, call: Call) ->
             if _tests_missing(br, names):
                 return True
     return False
+
+
+# How many lines a value may run on before the getattr call inside it (an argument list
+# split over lines by a formatter).
+_VALUE_SPAN = 3
+
+
+def _holds_the_getattr(a: Assign, line: int) -> bool:
+    """The assignment's value is the getattr call at `line`, or a call around it."""
+    if a.value_call == "getattr" or (a.value is not None and "getattr(" in a.value.text):
+        return a.line == line
+    return a.value_call is not None and a.line <= line <= a.line + _VALUE_SPAN
 
 
 def _tests_missing(br: Branch, names: set[str]) -> bool:
@@ -1031,6 +1054,14 @@ def build_interface(version: str, index: VersionIndex, rules: RoleRules | None =
         interface.warnings.append(
             f"{version}: {algorithms}: the receiver {receiver} at {where} (in {scope}) is not "
             "followed to the target or the draft model: what it is asked is not counted"
+        )
+    for fn, line in sorted(an.flow.unfollowed_rewrites.items()):
+        module, scope = split_key(fn)
+        where = f"{index.modules[module].path.removeprefix('python/sglang/srt/')}:{line}"
+        interface.warnings.append(
+            f"{version}: {where} (in {scope}) sets speculative_algorithm to a value the "
+            "analysis cannot follow: what it builds afterwards is counted under the algorithm "
+            "that reached it"
         )
     if not any(r.role == "target" for r in interface.requirements):
         interface.warnings.append(f"{version}: no receiver of the role rules matched anywhere")
