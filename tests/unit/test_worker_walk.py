@@ -25,6 +25,7 @@ SPEC_INFO = """
         STANDALONE = auto()
         NGRAM = auto()
         FORKED = auto()
+        CASCADE = auto()
 
         def is_none(self):
             return self == SpeculativeAlgorithm.NONE
@@ -43,6 +44,9 @@ SPEC_INFO = """
 
         def is_forked(self):
             return self == SpeculativeAlgorithm.FORKED
+
+        def is_cascade(self):
+            return self == SpeculativeAlgorithm.CASCADE
 
         def create_worker(self, server_args):
             if self.is_eagle() and server_args.enable_multi_layer:
@@ -65,6 +69,10 @@ SPEC_INFO = """
                 from sglang.srt.speculative.forked_worker import ForkedWorker
 
                 return ForkedWorker
+            if self.is_cascade():
+                from sglang.srt.speculative.cascade_worker import CascadeWorker
+
+                return CascadeWorker
             return None
     """
 
@@ -124,6 +132,17 @@ EAGLE_V2 = """
         def __init__(self, server_args, target_worker: TpModelWorker):
             self._target_worker = target_worker
             self._draft_worker = EagleDraftWorker(server_args, target_worker)
+            self.speculative_algorithm = SpeculativeAlgorithm.from_string(
+                server_args.speculative_algorithm
+            )
+            self.is_parallel = self.speculative_algorithm.is_eagle3()
+
+        def forward_batch_generation(self, batch):
+            if self.is_parallel:
+                self.draft_forward_parallel(batch)
+
+        def draft_forward_parallel(self, batch):
+            self._draft_worker.draft_runner.model.prepare_parallel_inputs(batch)
     """
 
 STANDALONE_V2 = """
@@ -197,13 +216,17 @@ HELPERS = """
 
     def project(model, hidden):
         return model.project_hidden(hidden)
+
+
+    def unwrap(layer):
+        return getattr(layer, "base_layer", layer)
     """
 
 FORKED = """
     from sglang.srt.managers.tp_worker import TpModelWorker
     from sglang.srt.speculative.base_spec_worker import BaseSpecWorker
     from sglang.srt.speculative.eagle_worker_v2 import EAGLEWorkerV2
-    from sglang.srt.speculative.draft_helpers import build_draft, project
+    from sglang.srt.speculative.draft_helpers import build_draft, project, unwrap
 
 
     class ForkedWorker(BaseSpecWorker):
@@ -222,6 +245,38 @@ FORKED = """
             if hook is None:
                 raise RuntimeError("the target has no forked_hook")
             hook(batch)
+            head = unwrap(
+                getattr(self.target_worker.model_runner.model, "forked_head", None)
+            )
+            if head is None:
+                raise RuntimeError("the target has no forked_head")
+    """
+
+CASCADE = """
+    from sglang.srt.managers.tp_worker import TpModelWorker
+    from sglang.srt.speculative.base_spec_worker import BaseSpecWorker
+    from sglang.srt.speculative.eagle_worker_v2 import EAGLEWorkerV2
+    from sglang.srt.speculative.standalone_worker_v2 import StandaloneWorkerV2
+
+
+    def _variant(server_args):
+        if server_args.cascade_head:
+            return "EAGLE3"
+        return "EAGLE"
+
+
+    class CascadeWorker(BaseSpecWorker):
+        def __init__(self, server_args, target_worker: TpModelWorker):
+            self._target_worker = target_worker
+            variant = _variant(server_args)
+            server_args.speculative_algorithm = variant
+            self.inner = EAGLEWorkerV2(server_args, target_worker)
+            server_args.speculative_algorithm = server_args.pick_variant()
+            self.other = StandaloneWorkerV2(server_args, target_worker)
+
+        def forward_batch_generation(self, batch):
+            self.inner.alloc_memory_pool()
+            self.other.alloc_memory_pool()
     """
 
 RUNNER = """
@@ -276,6 +331,7 @@ TREE: dict[str, str | None] = {
     "speculative/ngram_worker.py": NGRAM,
     "speculative/multi_layer_worker.py": MULTI_LAYER,
     "speculative/forked_worker.py": FORKED,
+    "speculative/cascade_worker.py": CASCADE,
     "speculative/draft_helpers.py": HELPERS,
     "model_executor/model_runner.py": RUNNER,
     "models/capture.py": CAPTURE_MODELS,
@@ -293,6 +349,7 @@ def needs(built: Built, algorithm: str, role: str) -> dict[str, Requirement]:
 
 def test_the_factory_gives_each_algorithm_its_workers(built: Built) -> None:
     assert built.interface.workers == {
+        "CASCADE": ("CascadeWorker",),
         "EAGLE": ("EAGLEWorkerV2", "MultiLayerWorker"),
         "EAGLE3": ("EAGLEWorkerV2", "MultiLayerWorker"),
         "FORKED": ("ForkedWorker",),
@@ -349,6 +406,37 @@ def test_a_worker_that_rewrites_the_algorithm_runs_its_inner_worker_as_that_one(
     assert "set_embed_and_head" not in draft
 
 
+def test_a_rewrite_to_a_helpers_result_runs_the_inner_worker_as_each_name_it_returns(
+    built: Built,
+) -> None:
+    # `server_args.speculative_algorithm = variant`, where variant = _variant(...) returns
+    # "EAGLE3" or "EAGLE": the inner EAGLEWorkerV2 runs both branches of init_lm_head.
+    draft = needs(built, "CASCADE", "draft")
+    assert set(draft) == {"set_embed", "set_embed_and_head"}
+    assert needs(built, "CASCADE", "target")["get_embed_and_head"].status == "required"
+
+
+def test_a_rewrite_the_analysis_cannot_follow_is_warned_of_where_it_is(built: Built) -> None:
+    # `= server_args.pick_variant()`: what it builds next runs as CASCADE, and the warning
+    # names the line, so a reader knows the answer rests on that.
+    line = CASCADE.splitlines().index(
+        "            server_args.speculative_algorithm = server_args.pick_variant()"
+    )
+    [warning] = [w for w in built.interface.warnings if "cannot follow" in w]
+    assert f"speculative/cascade_worker.py:{line}" in warning
+    assert "CascadeWorker.__init__" in warning
+
+
+def test_a_public_method_the_worker_only_calls_on_itself_runs_under_its_callers_guard(
+    built: Built,
+) -> None:
+    # EAGLEWorkerV2.draft_forward_parallel is public, but only its own forward calls it,
+    # under `if self.is_parallel` (EAGLE3): it is not a method the scheduler calls.
+    assert needs(built, "EAGLE3", "draft")["prepare_parallel_inputs"].status == "required"
+    assert "prepare_parallel_inputs" not in needs(built, "EAGLE", "draft")
+    assert "prepare_parallel_inputs" not in needs(built, "STANDALONE", "draft")
+
+
 def test_a_name_bound_to_a_predicate_is_decided_like_the_predicate(built: Built) -> None:
     # `self.is_p_eagle = self.speculative_algorithm.is_eagle3()`, then `if self.is_p_eagle:`.
     assert set(needs(built, "EAGLE3", "draft")) >= {"set_embed"}
@@ -374,6 +462,14 @@ def test_a_getattr_default_followed_by_a_raise_is_required(built: Built) -> None
     hook = needs(built, "FORKED", "target")["forked_hook"]
     assert hook.status == "required"
     assert [s.guard for s in hook.sites] == ["getattr-raises"]
+
+
+def test_a_getattr_inside_a_call_that_hands_its_none_on_is_required_too(built: Built) -> None:
+    # head = unwrap(getattr(model, "forked_head", None)), the getattr on the next line
+    # (a formatter's split), then `if head is None: raise`.
+    head = needs(built, "FORKED", "target")["forked_head"]
+    assert head.status == "required"
+    assert [s.guard for s in head.sites] == ["getattr-raises"]
 
 
 def test_what_only_an_opt_in_worker_needs_is_conditional_and_puts_a_class_at_risk(

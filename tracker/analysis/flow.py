@@ -24,6 +24,9 @@ from tracker.analysis.index import VersionIndex, key, split_key
 from tracker.analysis.roles import RoleRules
 from tracker.extract.facts import Assign, Call, Cond, FunctionDef, Read, Return
 
+_DOTTED = re.compile(r"[A-Za-z_]\w*(\.[A-Za-z_]\w*)+")
+_QUOTED = re.compile(r"""(['"])\w+\1""")
+
 # Nesting of objects held in constructor arguments, and depth of one evaluation: beyond them
 # a value is cut to what is known so far (generated or pathological code stays cheap).
 MAX_NESTING = 2
@@ -240,11 +243,28 @@ class Flow:
     _spelled_memo: dict[tuple[str, str, Cond, int], Cond] = field(default_factory=dict)
     _runtime_memo: dict[Cond, bool] = field(default_factory=dict)
     _value_memo: dict[tuple[Frame, str, int], Value] = field(default_factory=dict)
+    # Functions that set `speculative_algorithm` to a value the analysis cannot follow
+    # (function -> line): what they build is walked as the algorithm being walked.
+    unfollowed_rewrites: dict[str, int] = field(default_factory=dict)
+    # Method names some code calls on an object other than its own (`worker.m()`), passes
+    # on as a bound method (`f(self.m)`) or names to getattr: what may be called from
+    # outside the class that defines them.
+    called_from_outside: set[str] = field(default_factory=set)
 
     def __post_init__(self) -> None:
+        outside = self.called_from_outside
         for facts in self.index.iter_modules():
             module = facts.module_name
             for call in facts.calls:
+                if call.receiver not in (None, "self", "cls") and not (
+                    call.receiver or ""
+                ).startswith("super("):
+                    outside.add(call.name)
+                for text in (*call.args, *(v for _, v in call.keywords)):
+                    if _DOTTED.fullmatch(text):
+                        outside.add(text.rpartition(".")[2])
+                    elif call.name in ("getattr", "hasattr") and _QUOTED.fullmatch(text):
+                        outside.add(text[1:-1])
                 if call.context.scope:
                     self._calls.setdefault(key(module, call.context.scope), []).append(call)
             for read in facts.reads:
@@ -279,20 +299,95 @@ class Flow:
                 best = call
         return best
 
-    def rewrite_before(self, function: str, line: int) -> str:
-        """The algorithm the function last set `<x>.speculative_algorithm` to above `line`
-        (`server_args.speculative_algorithm = "EAGLE"`), or ""."""
-        found = ""
-        best = 0
+    def rewrite_before(self, function: str, line: int) -> tuple[str, ...]:
+        """The algorithms the function last set `<x>.speculative_algorithm` to above `line`
+        (`server_args.speculative_algorithm = "EAGLE"`, or a name or a helper's result that
+        can only be one of a few literal names), or () for none: no rewrite, a restore of
+        what it read before (`= original_algo`), or a value the analysis cannot follow
+        (kept in `unfollowed_rewrites`)."""
+        last: Assign | None = None
         for a in self.assigns_in(function):
             if a.line >= line or a.target.rpartition(".")[2] != "speculative_algorithm":
                 continue
-            if a.value is None or a.value.op not in ("str", "other"):
-                continue
-            name = (a.value.text if a.value.op == "str" else a.value.text.strip("'\"")).upper()
-            if name in self.algorithms and a.line > best:
-                found, best = name, a.line
-        return found
+            if a.value is not None and (last is None or a.line > last.line):
+                last = a
+        if last is None or last.value is None:
+            return ()
+        names = self._algorithm_names(function, last.value, last.line, 0)
+        if names is None:
+            self.unfollowed_rewrites.setdefault(function, last.line)
+            return ()
+        return names
+
+    def _algorithm_names(
+        self, function: str, value: Cond, line: int, depth: int
+    ) -> tuple[str, ...] | None:
+        """The algorithm names `value` may be; () when it reads the algorithm already set
+        (a restore); None when it cannot be followed."""
+        if value.op in ("str", "other"):
+            text = value.text if value.op == "str" else value.text.strip("'\"")
+            name = text.upper()
+            if name in self.algorithms:
+                return (name,)
+            return () if text.rpartition(".")[2] == "speculative_algorithm" else None
+        if depth > 3 or value.op not in ("ref", "call"):
+            return None
+        if value.op == "ref":
+            tail = value.text.rpartition(".")[2]
+            if tail == "speculative_algorithm":
+                return ()
+            if "." in value.text and tail in self.algorithms:  # SpeculativeAlgorithm.EAGLE3
+                return (tail,)
+            sources = [
+                a
+                for a in self.assigns_in(function)
+                if a.target == value.text and a.line < line and a.op == "=" and a.value
+            ]
+            if not sources:
+                return None
+            source = max(sources, key=lambda a: a.line)
+            assert source.value is not None
+            return self._algorithm_names(function, source.value, source.line, depth + 1)
+        if value.text.rpartition(".")[2] == "from_string":
+            # SpeculativeAlgorithm.from_string(x): the name x is.
+            args = [
+                c.args[0]
+                for c in self.calls_in(function)
+                if c.name == "from_string" and line <= c.line <= line + 3 and c.args
+            ]
+            if not args:
+                return None
+            text = args[0]
+            quoted = text[:1] in ("'", '"') and text[-1:] == text[:1]
+            arg = Cond("str", text[1:-1]) if quoted else Cond("ref", text)
+            return self._algorithm_names(function, arg, line, depth + 1)
+        # A helper whose every return is one of the names.
+        found: set[str] = set()
+        callees = self._helpers(function, value.text)
+        if not callees:
+            return None
+        for callee in callees:
+            returns = self._returns.get(callee, ())
+            if not returns:
+                return None
+            for r in returns:
+                names = self._algorithm_names(callee, r.value, r.line, depth + 1)
+                if not names:
+                    return None
+                found |= set(names)
+        return tuple(sorted(found))
+
+    def _helpers(self, function: str, callee: str) -> list[str]:
+        """The functions `callee()` names from inside `function`: `self.m` on the
+        function's own class, or a module-level or imported name."""
+        module, scope = split_key(function)
+        head, _, name = callee.rpartition(".")
+        if head in ("self", "cls"):
+            owner = self.owner_of(function)
+            method = self.index.find_method(owner, name) if owner is not None else None
+            return [method] if method is not None else []
+        found = self.index.resolve_name(module, callee, scope)
+        return [found] if found is not None and found in self.index.functions else []
 
     def module_of(self, function: str) -> str:
         return split_key(function)[0]
@@ -838,10 +933,11 @@ class Flow:
                 fields = self.bind(frame, call, init)
             else:  # a dataclass, NamedTuple or struct: its fields are its keywords
                 fields = self.bind_keywords(frame, call)
-            runs_as = self.rewrite_before(frame.function, call.line) if call is not None else ""
-            if not runs_as and frame.self_obj is not None:
-                runs_as = frame.self_obj.runs_as  # built by an object that runs as another
-            parts.append(Value(objs=frozenset({Obj(cls, _nested(fields, 0), runs_as)})))
+            rewritten = self.rewrite_before(frame.function, call.line) if call is not None else ()
+            if not rewritten and frame.self_obj is not None:
+                rewritten = (frame.self_obj.runs_as,)  # built by an object that runs as another
+            kept = _nested(fields, 0)
+            parts.append(Value(objs=frozenset(Obj(cls, kept, r) for r in rewritten or ("",))))
         for fn in sorted(callee.functions):
             params = self.bind(frame, call, fn) if call is not None else ()
             parts.append(self.returns(Frame(fn, self._bound_self(frame, fn), params)))

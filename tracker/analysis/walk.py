@@ -70,13 +70,24 @@ class Reach:
 
 def entry_methods(flow: Flow, worker: str) -> list[str]:
     """`__init__` and the public methods (properties too) an instance of the worker class
-    resolves through its MRO: what the scheduler calls on a worker object."""
+    resolves through its MRO: what the scheduler calls on a worker object. A public method
+    the worker's own classes call on `self`, and nothing calls from outside, is not one: it
+    runs where those calls are, under their conditions (`if self.is_p_eagle:
+    self.draft_forward_p_eagle()`), not whenever the worker runs."""
     index = flow.index
     names: set[str] = set()
+    on_self: set[str] = set()
     for cls in index.mro(worker)[0]:
         names |= set(index.classes[cls].methods)
+        for fn in index.classes[cls].methods.values():
+            on_self |= {
+                c.name
+                for c in flow.calls_in(key(split_key(cls)[0], fn.qualname))
+                if c.receiver in ("self", "cls") or (c.receiver or "").startswith("super(")
+            }
+    internal = {n for n in on_self - flow.called_from_outside if not n.startswith("_")}
     out = []
-    for name in sorted(names):
+    for name in sorted(names - internal):
         if name == "__init__" or not name.startswith("_"):
             method = index.find_method(worker, name)
             if method is not None:
@@ -130,8 +141,9 @@ class Walker:
                 # What a worker builds after rewriting the algorithm, and every method of
                 # such an object, runs as the algorithm it was rewritten to.
                 built_as = callee.self_obj.runs_as if callee.self_obj is not None else ""
-                then = built_as or self.flow.rewrite_before(fn, line) or runs_as
-                queue.append((callee, v, carried, [*path, callee.function], then))
+                then = (built_as,) if built_as else self.flow.rewrite_before(fn, line)
+                for name in then or (runs_as,):
+                    queue.append((callee, v, carried, [*path, callee.function], name))
         return reach
 
     def _bounded(self, frame: Frame, contexts: dict[str, set[Frame]]) -> Frame:
@@ -271,10 +283,11 @@ class Walker:
             if init is None:
                 continue
             fields = flow.bind(frame, call, init)
-            runs_as = flow.rewrite_before(frame.function, line) or (
-                frame.self_obj.runs_as if frame.self_obj is not None else ""
+            rewritten = flow.rewrite_before(frame.function, line) or (
+                frame.self_obj.runs_as if frame.self_obj is not None else "",
             )
-            out.append(Frame(init, Obj(cls, _cut(fields), runs_as), fields))
+            for runs_as in rewritten:
+                out.append(Frame(init, Obj(cls, _cut(fields), runs_as), fields))
         for fn in sorted(callee.functions):
             self_obj = frame.self_obj if fn in _live(flow, frame) else None
             out.append(Frame(fn, self_obj, flow.bind(frame, call, fn)))
