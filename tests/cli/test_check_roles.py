@@ -98,3 +98,22 @@ def test_explain_kinds_says_what_decided_the_kind_and_the_role(root: Path) -> No
         line.startswith("role     draft: the draft checkpoint defaults to the target's")
         for line in lines
     )
+
+
+def test_an_algorithm_the_code_builds_no_worker_for_is_warned_of_not_passed_silently(
+    tmp_path: Path,
+) -> None:
+    # A fork's placeholder: the enum names SAGUARO, the factory builds nothing for it.
+    spec_info = tree()["python/sglang/srt/speculative/spec_info.py"].replace(
+        "    EAGLE3 = auto()\n", "    EAGLE3 = auto()\n    SAGUARO = auto()\n"
+    )
+    assert "SAGUARO" in spec_info
+    for path, text in tree().items():
+        target = tmp_path / path
+        target.parent.mkdir(parents=True, exist_ok=True)
+        target.write_text(spec_info if path.endswith("spec_info.py") else text, encoding="utf-8")
+    result = run_tracker("check", "local", "--source", f"dir:{tmp_path}", "-a", "SAGUARO")
+    assert result.exit_code == 0, result.output
+    assert "SAGUARO at local: no worker class is built for it" in result.stderr
+    quiet = run_tracker("check", "local", "--source", f"dir:{tmp_path}", "-a", "EAGLE3")
+    assert "no worker class" not in quiet.stderr

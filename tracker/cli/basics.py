@@ -25,6 +25,7 @@ from tracker.cli.options import (
     snapshot_pair,
     source_only_options,
     source_options,
+    warn_workerless,
 )
 from tracker.common.errors import TrackerError
 
@@ -123,6 +124,7 @@ def interface(
     chosen = pick_algorithms(
         snap.interface.algorithms, algorithms, aliases=snap.interface.aliases, note=note_line
     )
+    warn_workerless(snap.interface, chosen)
     doc = interface_document(snap.interface, describe_snapshot(ws, snap, fmt), chosen, role)
     flush_warnings(ws)
     emit(render("interface", fmt, doc, render_options))

@@ -25,6 +25,7 @@ from tracker.cli.options import (
     source_options,
     suggest,
     warn_unknown_accepted,
+    warn_workerless,
 )
 from tracker.common.errors import TrackerError
 
@@ -163,6 +164,7 @@ def check(
         note=note_line,
     )
     warn_unknown_accepted(ws, req_snap.interface.algorithms)
+    warn_workerless(req_snap.interface, chosen)
     _require_registered(models, compat, models_version)
     selected = _selected_checks(
         ws, mod_spec, index, compat, req_snap.interface, models, chosen, kind, role

@@ -23,6 +23,7 @@ from tracker.common.errors import TrackerError
 from tracker.render.inert import visible
 
 if TYPE_CHECKING:
+    from tracker.analysis.interface import Interface
     from tracker.compare.workspace import Workspace
 
 F = TypeVar("F", bound=Callable[..., Any])
@@ -136,6 +137,19 @@ def warn_unknown_accepted(ws: Workspace, algorithms: tuple[str, ...]) -> None:
             f"tracker: warning: {entry.origin} ({entry.model}): no algorithm "
             f"{entry.algorithm} here ({', '.join(algorithms) or 'none'}); it accepts nothing"
         )
+
+
+def warn_workerless(interface: Interface, chosen: tuple[str, ...]) -> None:
+    """An algorithm the code names but builds no worker for (a fork's placeholder, or a
+    worker the analysis cannot find) requires nothing the tool knows of: its "ok" says only
+    that, and must not pass unremarked."""
+    for algorithm in chosen:
+        if not interface.workers.get(algorithm):
+            say(
+                f"tracker: warning: {algorithm} at {interface.version}: no worker class is "
+                "built for it, so nothing it requires is known; every class is ok for it "
+                "only in that sense"
+            )
 
 
 def format_option(*choices: str) -> Callable[[F], F]:
