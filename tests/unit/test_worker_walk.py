@@ -177,6 +177,9 @@ NGRAM = """
 
         def forward_batch_generation(self, batch):
             self.model_runner.model.ngram_target_hook()
+            ids = self.model_runner.model.ngram_embed(batch) if False else batch.ids
+            if False:
+                self.model_runner.model.ngram_debug_dump(ids)
     """
 
 MULTI_LAYER = """
@@ -377,6 +380,11 @@ def test_a_call_on_an_attribute_runs_on_what_this_worker_puts_there(built: Built
         "sglang.srt.speculative.eagle_worker_v2:EagleDraftWorker.alloc_memory_pool",
         "sglang.srt.speculative.eagle_worker_v2:EagleDraftWorker.init_lm_head",
     )
+
+
+def test_code_switched_off_by_a_literal_false_never_runs(built: Built) -> None:
+    # `x if False else y` and `if False:` in NGRAMWorker.forward_batch_generation.
+    assert not {"ngram_embed", "ngram_debug_dump"} & set(needs(built, "NGRAM", "target"))
 
 
 def test_a_runner_aliased_to_the_targets_is_the_target(built: Built) -> None:

@@ -108,6 +108,11 @@ class Algorithms:
                 t = frozenset.union(*(p.may_true for p in parts))
                 f = frozenset.intersection(*(p.may_false for p in parts))
             return Verdict(t, f, decided)
+        if op in ("ref", "other") and cond.text in _LITERALS:
+            # `if False:`, `x if False else y`: code switched off by hand never runs.
+            if _LITERALS[cond.text]:
+                return Verdict(u, frozenset(), True)
+            return Verdict(frozenset(), u, True)
         if op == "call":
             name = cond.text.rpartition(".")[2]
             if name in self.predicates and cond.text != name:
@@ -513,6 +518,10 @@ def opt_in_branches(algos: Algorithms, branches: tuple[Branch, ...]) -> tuple[Br
                 out.append(br)
                 break
     return tuple(out)
+
+
+# Constants a test may be written as, and their truth.
+_LITERALS = {"True": True, "False": False, "None": False, "0": False, "1": True}
 
 
 # Pure on its text, and asked for the same assigned values over and over (every flag and
