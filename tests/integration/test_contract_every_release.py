@@ -67,6 +67,8 @@ REVIEWED = {
     # forward reads (qwen2.py:490); v0.5.16:138 creates it. glm4v_moe.py v0.5.2:40 skips
     # Glm4vForConditionalGeneration.__init__ (glm4v.py:501) likewise (a STANDALONE draft).
     ("Qwen2ForCausalLMEagle", "capture_attribute_missing"): _between("v0.5.2", "v0.5.15.post1"),
+    # The same class as an EAGLE or STANDALONE target: no capture hook runs for them, and
+    # its forward (qwen2_5_vl.py v0.5.2:595) reads the flag unguarded.
     ("Glm4vMoeForConditionalGeneration", "capture_attribute_missing"): _between("v0.5.2", "v0.5.2"),
     # Not here: gemma4_mtp.py's assistants call the logits processor without aux states,
     # but they are FROZEN_KV_MTP drafts (roles.toml), never EAGLE3 targets.
@@ -103,6 +105,21 @@ def test_every_contract_finding_of_every_release_is_a_reviewed_one(
             for f in check.contract:
                 found.setdefault((check.model, f.rule), set()).add(version)
     assert found == {k: set(v) for k, v in REVIEWED.items()}
+
+
+def test_a_target_no_capture_hook_prepares_breaks_on_the_flag_it_reads(
+    compats: dict[str, Compat],
+) -> None:
+    rows = {
+        (c.algorithm, c.role): c
+        for c in compats["v0.5.2"].checks
+        if c.model == "Glm4vMoeForConditionalGeneration"
+    }
+    for algorithm in ("EAGLE", "STANDALONE"):
+        row = rows[(algorithm, "target")]
+        assert (row.status, row.missing, row.contract_hook) == ("broken", (), "target forward")
+        assert [f.rule for f in row.contract] == ["capture_attribute_missing"]
+    assert rows[("EAGLE3", "target")].contract == ()  # its setter creates the flag
 
 
 def test_the_qwen3_5_wrappers_are_broken_until_the_capture_fix_and_ok_after(

@@ -438,3 +438,32 @@ def test_an_inner_model_built_from_a_class_attribute_is_followed() -> None:
     assert "self.body_cls(config)" in source
     result = contract_of(source, "DecForCausalLM")
     assert (result.status, result.findings, result.unknown) == ("ok", (), "")
+
+
+def test_a_target_whose_capture_flag_only_the_eagle3_setter_creates_breaks_under_eagle() -> None:
+    from sgl_trees import build
+
+    # The wrapper's __init__ no longer creates capture_aux_hidden_states: under EAGLE3 the
+    # runner calls the setter, which does; under EAGLE nothing does, and the forward reads it.
+    uncreated = CAPTURE_LM.replace("        self.capture_aux_hidden_states = False\n", "")
+    assert uncreated != CAPTURE_LM
+    checks = {
+        (c.algorithm, c.role): c
+        for c in build({"models/dec.py": uncreated}).compat.checks
+        if c.model == "DecForCausalLM"
+    }
+    eagle = checks[("EAGLE", "target")]
+    (finding,) = eagle.contract
+    assert (eagle.status, finding.rule, eagle.contract_hook) == (
+        "broken",
+        "capture_attribute_missing",
+        "target forward",
+    )
+    assert "DecForCausalLM.forward reads self.capture_aux_hidden_states" in finding.render()
+    assert checks[("EAGLE3", "target")].status == "ok"
+    created = {
+        (c.algorithm, c.role): c.status
+        for c in build({"models/dec.py": CAPTURE_LM}).compat.checks
+        if c.model == "DecForCausalLM"
+    }
+    assert created[("EAGLE", "target")] == "ok"

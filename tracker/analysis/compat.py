@@ -103,7 +103,8 @@ class ModelCheck:
     contract: tuple[ContractFinding, ...] = ()
     contract_unknown: str = ""
     # The contract followed: a target's capture hook (`set_dflash_layers_to_capture`),
-    # DRAFT_CONTRACT for a draft's own forward, "" when none was.
+    # DRAFT_CONTRACT for a draft's own forward, TARGET_WITHOUT_HOOK for a target's that no
+    # hook prepares (set only when it breaks), "" when none was.
     contract_hook: str = ""
     kind_evidence: str = ""  # what decided the class's kind
     # Why a class is checked in a role its kind does not imply: the algorithm loads
@@ -546,8 +547,10 @@ def check_entry(
     )
 
 
-# The contract a draft keeps (tracker.analysis.contract.check_draft_contract).
+# The contract a draft keeps (tracker.analysis.contract.check_draft_contract), and a
+# target whose algorithm calls no capture hook.
 DRAFT_CONTRACT = "draft forward"
+TARGET_WITHOUT_HOOK = "target forward"
 
 
 def capture_hook(provs: tuple[Provision, ...]) -> CaptureHook | None:
@@ -563,8 +566,10 @@ def contract_slot(role: str, provs: tuple[Provision, ...]) -> str:
     draft, a target's capture hook, "" for none."""
     if role == "draft":
         return DRAFT_CONTRACT
-    hook = capture_hook(provs) if role == "target" else None
-    return hook.hook if hook is not None else ""
+    if role != "target":
+        return ""
+    hook = capture_hook(provs)
+    return hook.hook if hook is not None else TARGET_WITHOUT_HOOK
 
 
 def _contract(
@@ -573,10 +578,14 @@ def _contract(
     """(status, findings, why not followed, contract followed) of a check whose members
     are all there: a target through its capture hook, a draft through its own forward."""
     slot = contract_slot(role, provs)
-    if slot == DRAFT_CONTRACT:
-        # The draft's own forward runs in this role: what it reads must exist.
+    if slot in (DRAFT_CONTRACT, TARGET_WITHOUT_HOOK):
+        # The draft's own forward runs in this role, or a target's that no capture hook
+        # prepares (a wrapper whose state only EAGLE3's setter creates fails under EAGLE):
+        # what it reads of the capture state must be created by the __init__s that run.
         findings = check_draft_contract(index, cls).findings
-        return (CheckStatus.BROKEN if findings else CheckStatus.OK), findings, "", slot
+        if not findings:
+            return CheckStatus.OK, (), "", slot if slot == DRAFT_CONTRACT else ""
+        return CheckStatus.BROKEN, findings, "", slot
     hook = next((h for h in load_rules().capture_hooks if h.hook == slot), None)
     if hook is None:
         return CheckStatus.OK, (), "", ""
