@@ -48,6 +48,10 @@ SPEC_INFO = """
         def is_cascade(self):
             return self == SpeculativeAlgorithm.CASCADE
 
+        @classmethod
+        def register(cls, name, factory):
+            PLUGINS[name] = factory
+
         def create_worker(self, server_args):
             if self.is_eagle() and server_args.enable_multi_layer:
                 from sglang.srt.speculative.multi_layer_worker import MultiLayerWorker
@@ -443,6 +447,14 @@ def test_a_public_method_the_worker_only_calls_on_itself_runs_under_its_callers_
     assert needs(built, "EAGLE3", "draft")["prepare_parallel_inputs"].status == "required"
     assert "prepare_parallel_inputs" not in needs(built, "EAGLE", "draft")
     assert "prepare_parallel_inputs" not in needs(built, "STANDALONE", "draft")
+
+
+def test_a_plugin_registration_api_is_warned_of_as_algorithms_not_in_the_tree(
+    built: Built,
+) -> None:
+    line = SPEC_INFO.splitlines().index("        def register(cls, name, factory):")
+    [warning] = [w for w in built.interface.warnings if "register" in w]
+    assert f"SpeculativeAlgorithm.register (speculative/spec_info.py:{line})" in warning
 
 
 def test_a_name_bound_to_a_predicate_is_decided_like_the_predicate(built: Built) -> None:

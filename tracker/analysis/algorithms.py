@@ -20,10 +20,11 @@ from collections.abc import Iterable
 from dataclasses import dataclass, field
 from itertools import product
 
-from tracker.analysis.index import VersionIndex
+from tracker.analysis.index import VersionIndex, split_key
 from tracker.analysis.roles import RoleRules
 from tracker.analysis.vocabulary import MODEL_ROLES
 from tracker.extract.facts import Branch, Cond, ModuleFacts
+from tracker.sources.base import SRT_PREFIX
 
 ROLES = MODEL_ROLES
 Pair = tuple[str, str]
@@ -217,6 +218,15 @@ def discover(index: VersionIndex, rules: RoleRules) -> Algorithms:
     algos.forget()
     _discover_workers(index, rules, algos)
     _discover_aliases(index, rules, algos)
+    register = info.methods.get("register")
+    if register is not None:
+        # A fork's plugin API (`SpeculativeAlgorithm.register(name, factory)`): what a
+        # plugin registers is outside the tree, so its algorithms cannot be listed.
+        path = (index.path_of_module(split_key(enum_key)[0]) or "").removeprefix(SRT_PREFIX)
+        algos.warnings.append(
+            f"{rules.algorithm_enum}.register ({path}:{register.line}) lets plugins add "
+            "algorithms at run time: those are not in this tree and are not analysed"
+        )
     missing = [m for m in algos.speculative if not algos.workers.get(m)]
     if missing:
         algos.warnings.append(
