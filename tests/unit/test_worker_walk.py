@@ -184,6 +184,13 @@ NGRAM = """
             ids = self.model_runner.model.ngram_embed(batch) if False else batch.ids
             if False:
                 self.model_runner.model.ngram_debug_dump(ids)
+            self._bind()
+
+        def _bind(self):
+            model = self.model_runner.model
+            if not hasattr(model, "ngram_build") or not hasattr(model, "ngram_bind"):
+                return
+            model.ngram_bind(model.ngram_build())
     """
 
 MULTI_LAYER = """
@@ -391,10 +398,21 @@ def test_code_switched_off_by_a_literal_false_never_runs(built: Built) -> None:
     assert not {"ngram_embed", "ngram_debug_dump"} & set(needs(built, "NGRAM", "target"))
 
 
+def test_uses_below_an_early_return_on_either_probe_failing_are_optional(built: Built) -> None:
+    # `if not hasattr(model, "a") or not hasattr(model, "b"): return`, then both are used.
+    target = needs(built, "NGRAM", "target")
+    for member in ("ngram_build", "ngram_bind"):
+        assert (target[member].status, target[member].sites[0].guard) == ("optional", "hasattr")
+
+
 def test_a_runner_aliased_to_the_targets_is_the_target(built: Built) -> None:
     # `self.model_runner = target_worker.model_runner`: in the speculative package a worker's
     # own runner reads as the draft's, but the data flow knows better.
-    assert set(needs(built, "NGRAM", "target")) == {"ngram_target_hook"}
+    assert set(needs(built, "NGRAM", "target")) == {
+        "ngram_target_hook",
+        "ngram_build",
+        "ngram_bind",
+    }
 
 
 def test_the_draft_model_flows_through_a_helper_an_attribute_and_a_parameter(

@@ -449,12 +449,23 @@ def _guard_of(
         return Guard.EXCEPT_ATTRIBUTE_ERROR
     for br in context.branches:
         # `if hasattr(...):` around the site, or `if not hasattr(...): return` above it.
-        test = br.test if br.holds else br.test.args[0] if br.test.op == "not" else None
+        test = br.test if br.holds else _negation(br.test)
         if test is not None and _mentions_hasattr(
             test, site_receiver, member, analysis, module, context.scope, line
         ):
             return Guard.HASATTR
     return ""
+
+
+def _negation(test: Cond) -> Cond | None:
+    """What holds below a branch that was not taken, where that reads as probes: `not p`
+    gives p, and `not p or not q` (`if not hasattr(m, "a") or not hasattr(m, "b"): return`)
+    gives p and q."""
+    if test.op == "not":
+        return test.args[0]
+    if test.op == "or" and all(a.op == "not" for a in test.args):
+        return Cond("and", "", tuple(a.args[0] for a in test.args))
+    return None
 
 
 def _mentions_hasattr(
