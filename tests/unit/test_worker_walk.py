@@ -455,6 +455,8 @@ def test_a_rewrite_the_analysis_cannot_follow_is_warned_of_where_it_is(built: Bu
     [warning] = [w for w in built.interface.warnings if "cannot follow" in w]
     assert f"speculative/cascade_worker.py:{line}" in warning
     assert "CascadeWorker.__init__" in warning
+    # `from_string(server_args.algo)` reads the algorithm as configured: no rewrite.
+    assert not [w for w in build().interface.warnings if "cannot follow" in w]
 
 
 def test_a_public_method_the_worker_only_calls_on_itself_runs_under_its_callers_guard(

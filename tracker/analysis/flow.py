@@ -19,10 +19,10 @@ from collections.abc import Iterable
 from dataclasses import dataclass, field
 from typing import NamedTuple
 
-from tracker.analysis.algorithms import parse_bool, split_top
+from tracker.analysis.algorithms import parse_bool
 from tracker.analysis.index import VersionIndex, key, split_key
 from tracker.analysis.roles import RoleRules
-from tracker.extract.facts import Assign, Call, Cond, FunctionDef, Read, Return
+from tracker.extract.facts import Assign, Call, Cond, FunctionDef, Read, Return, split_top
 
 _DOTTED = re.compile(r"[A-Za-z_]\w*(\.[A-Za-z_]\w*)+")
 _QUOTED = re.compile(r"""(['"])\w+\1""")
@@ -338,6 +338,10 @@ class Flow:
                 return ()
             if "." in value.text and tail in self.algorithms:  # SpeculativeAlgorithm.EAGLE3
                 return (tail,)
+            if "." in value.text:
+                # An attribute (`server_args.algo`): the algorithm as configured, read where
+                # it is kept; no rewrite to follow.
+                return ()
             sources = [
                 a
                 for a in self.assigns_in(function)
