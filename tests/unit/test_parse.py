@@ -755,3 +755,34 @@ def test_a_model_file_read_for_definitions_keeps_the_statements_the_capture_cont
         ("unpack", "h,aux", 10, forward, "h", ()),
         ("write", "self.model.layers_to_capture", 3, setter, "ids", ()),
     ]
+
+
+def test_the_conditions_of_a_site_read_as_written_when_joined() -> None:
+    # The guard clause leaves `cfg is None or pool is None` (a negated `and`); joined with
+    # the next test it must stay one operand, or it would read `cfg is None or (pool is
+    # None and batch.ready())`.
+    from tracker.extract.facts import conjoin
+
+    module = facts("""\
+    def step(self, cfg, pool, batch):
+        if cfg is not None and pool is not None:
+            return
+        if batch.ready():
+            model.hook()
+    """)
+    rendered = conjoin(b.render() for b in branches_of(module, "hook"))
+    assert rendered == "(cfg is None or pool is None) and batch.ready()"
+    assert conjoin(["a or b", "", "c"]) == "(a or b) and c"
+    assert conjoin(["f(a or b)", "c"]) == "f(a or b) and c"  # inside brackets: one operand
+    assert conjoin(["", "a or b"]) == "a or b"  # alone, it needs no brackets
+
+
+def test_a_negated_or_with_one_negated_operand_reads_without_the_double_negation() -> None:
+    from tracker.extract.facts import simplified
+
+    a, b, c = ref("a"), ref("b"), ref("c")
+    negated_or = Cond("not", "", (Cond("or", "", (Cond("not", "", (a,)), b)),))
+    assert simplified(negated_or).render() == "a and not b"
+    # Mostly plain operands: the negation stays outside.
+    mostly_plain = Cond("not", "", (Cond("or", "", (Cond("not", "", (a,)), b, c)),))
+    assert simplified(mostly_plain).render() == "not (not a or b or c)"

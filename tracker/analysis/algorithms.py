@@ -23,7 +23,7 @@ from itertools import product
 from tracker.analysis.index import VersionIndex, split_key
 from tracker.analysis.roles import RoleRules
 from tracker.analysis.vocabulary import MODEL_ROLES
-from tracker.extract.facts import Branch, Cond, ModuleFacts
+from tracker.extract.facts import Branch, Cond, ModuleFacts, split_top
 from tracker.sources.base import SRT_PREFIX
 
 ROLES = MODEL_ROLES
@@ -567,29 +567,6 @@ def _balanced(text: str) -> bool:
         if depth < 0:
             return False
     return depth == 0
-
-
-def split_top(text: str, sep: str) -> list[str]:
-    """`text` split at `sep` outside brackets and strings."""
-    parts, depth, start, i, quote = [], 0, 0, 0, ""
-    while i < len(text):
-        ch = text[i]
-        if quote:
-            quote = "" if ch == quote else quote
-        elif ch in "'\"":
-            quote = ch
-        elif ch in "([{":
-            depth += 1
-        elif ch in ")]}":
-            depth -= 1
-        elif depth == 0 and text.startswith(sep, i):
-            parts.append(text[start:i])
-            i += len(sep)
-            start = i
-            continue
-        i += 1
-    parts.append(text[start:])
-    return parts
 
 
 def _discover_predicate_aliases(index: VersionIndex, algos: Algorithms) -> None:

@@ -29,7 +29,7 @@ from tracker.analysis.config_values import (
     literal,
 )
 from tracker.analysis.index import VersionIndex
-from tracker.extract.facts import Branch, Cond, ModuleFacts
+from tracker.extract.facts import Branch, Cond, ModuleFacts, conjoin
 from tracker.sources.base import SRT_PREFIX
 
 # module name -> its facts read in full (calls, conditions), or None when absent.
@@ -58,7 +58,7 @@ class Rewrite:
         return f"{self.path.removeprefix(SRT_PREFIX)}:{self.line}{scope}"
 
     def condition(self) -> str:
-        return " and ".join(b.render() for b in self.branches)
+        return conjoin(b.render() for b in self.branches)
 
 
 @dataclass(frozen=True)

@@ -36,6 +36,7 @@ from tracker.extract.facts import (
     FunctionDef,
     ModuleFacts,
     Read,
+    conjoin,
 )
 
 
@@ -264,7 +265,7 @@ class _Reachability:
             for _, carried in sorted(reach.guarded.get(fn, {}).items()):
                 guards = list(carried)
                 break
-        return False, " and ".join(b.render() for b in guards)
+        return False, conjoin(b.render() for b in guards)
 
     # -------------------------------------------------------------- receiver roles
 
@@ -1114,7 +1115,7 @@ def _site(
         path=path,
         line=line,
         function=scope,
-        condition=" and ".join([carried, *local] if carried else local),
+        condition=conjoin([carried, *local]),
         status=status,
         guard=guard,
         arity=arity,

@@ -11,6 +11,7 @@ inside the module (`EAGLEWorker.__init__`), or "" at module level.
 
 from __future__ import annotations
 
+from collections.abc import Iterable
 from typing import NamedTuple
 
 # Bumped whenever the shape or meaning of the facts changes: part of every cache key.
@@ -57,6 +58,38 @@ def _paren(cond: Cond) -> str:
     return f"({text})" if cond.op in ("and", "or") else text
 
 
+def split_top(text: str, sep: str) -> list[str]:
+    """`text` split at `sep` outside brackets and strings."""
+    parts, depth, start, i, quote = [], 0, 0, 0, ""
+    while i < len(text):
+        ch = text[i]
+        if quote:
+            quote = "" if ch == quote else quote
+        elif ch in "'\"":
+            quote = ch
+        elif ch in "([{":
+            depth += 1
+        elif ch in ")]}":
+            depth -= 1
+        elif depth == 0 and text.startswith(sep, i):
+            parts.append(text[start:i])
+            i += len(sep)
+            start = i
+            continue
+        i += 1
+    parts.append(text[start:])
+    return parts
+
+
+def conjoin(conditions: Iterable[str]) -> str:
+    """Rendered conditions that all hold, as one: a part with an `or` at its top level is
+    parenthesised, or `a or b` then `c` would read `a or (b and c)`."""
+    parts = [c for c in conditions if c]
+    if len(parts) == 1:
+        return parts[0]
+    return " and ".join(f"({c})" if len(split_top(c, " or ")) > 1 else c for c in parts)
+
+
 class Branch(NamedTuple):
     """One enclosing condition of a site: the site runs only when `test` is `holds`."""
 
@@ -85,8 +118,8 @@ _NEGATED = {
 
 
 def simplified(cond: Cond) -> Cond:
-    """`cond` with `not` pushed through an and/or whose operands are all negated (De
-    Morgan), `not not x` dropped and `not (a != b)` read `a == b`; other negations stay
+    """`cond` with `not` pushed through an and/or at least half of whose operands are
+    negated (De Morgan), `not not x` dropped and `not (a != b)` read `a == b`; other negations stay
     where they are."""
     if cond.op != "not" or not cond.args:
         if cond.op in ("and", "or"):
@@ -98,9 +131,18 @@ def simplified(cond: Cond) -> Cond:
         return simplified(negated)
     if inner.op in ("and", "or"):
         operands = [_negation(a) for a in inner.args]
-        if all(o is not None for o in operands):
+        # Pushed through when that removes as many negations as it adds:
+        # `not (not a or b)` reads `a and not b`.
+        if 2 * sum(o is not None for o in operands) >= len(operands):
             flipped = "or" if inner.op == "and" else "and"
-            return Cond(flipped, "", tuple(simplified(o) for o in operands if o is not None))
+            return Cond(
+                flipped,
+                "",
+                tuple(
+                    simplified(o if o is not None else Cond("not", "", (a,)))
+                    for o, a in zip(operands, inner.args, strict=True)
+                ),
+            )
     return Cond("not", "", (simplified(inner),))
 
 

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from tracker.extract.facts import Assign, Context, ModuleFacts
+from tracker.extract.facts import Assign, Context, ModuleFacts, conjoin
 from tracker.render.inert import visible
 
 
@@ -76,7 +76,7 @@ def facts_text(facts: ModuleFacts, version: str) -> str:
             continue
         where = call.context.scope or "<module>"
         cond = (
-            " if " + " and ".join(b.render() for b in call.context.branches)
+            " if " + conjoin(b.render() for b in call.context.branches)
             if call.context.branches
             else ""
         )
