@@ -117,3 +117,9 @@ def test_an_algorithm_the_code_builds_no_worker_for_is_warned_of_not_passed_sile
     assert "SAGUARO at local: no worker class is built for it" in result.stderr
     quiet = run_tracker("check", "local", "--source", f"dir:{tmp_path}", "-a", "EAGLE3")
     assert "no worker class" not in quiet.stderr
+
+
+def test_a_tree_named_as_the_version_is_the_source_the_json_names(root: Path) -> None:
+    result = run_tracker("check", f"dir:{root}", "-a", "EAGLE3", "-q", "--format", "json")
+    assert result.exit_code == 0, result.output
+    assert json.loads(result.stdout)["source"] == f"dir:{root}"

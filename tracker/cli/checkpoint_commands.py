@@ -57,7 +57,7 @@ def check_checkpoints(
     for algorithm in chosen:
         found = answer_for(ws, src, resolved, algorithm, checkpoints)
         answers.append((found, next_step(ws, src, found, checkpoints)))
-    doc = checkpoint_document(snap.version, ws.source.describe(), answers)
+    doc = checkpoint_document(snap.version, describe_snapshot(ws, snap, "json"), answers)
     if snap.basis and fmt in ("text", "md"):
         doc["label"] = describe_snapshot(ws, snap)
     flush_warnings(ws)

@@ -169,7 +169,8 @@ def check(
     selected = _selected_checks(
         ws, mod_spec, index, compat, req_snap.interface, models, chosen, kind, role
     )
-    doc = check_document(compat, selected, req_snap.version, models_version, ws.source.describe())
+    source = describe_snapshot(ws, req_snap, "json")  # a `dir:PATH` version names its own
+    doc = check_document(compat, selected, req_snap.version, models_version, source)
     doc["requirements"] = _required_sites(req_snap.interface, chosen)
     doc["show_all"] = show_all or bool(models)
     doc["explain_kinds"] = explain_kinds
