@@ -121,12 +121,29 @@ def _read_entry(
     return read_cached(base, content_id, full, corrupt) or read_shipped(content_id, full)
 
 
+# Whether this process has said its facts cache is damaged: a run reads the cache in
+# several batches (seed files, then what they import), and a wholly corrupt cache is one
+# line for the run, not one per batch.
+_corrupt_said = False
+
+
 def _warn_corrupt(corrupt: list[str]) -> None:
+    global _corrupt_said
+    if not corrupt:
+        return
+    if _corrupt_said:
+        log.debug("%d more corrupt facts cache entries; rebuilding them", len(corrupt))
+        return
+    _corrupt_said = True
     if len(corrupt) == 1:
-        log.warning("facts cache entry %s is corrupt; rebuilding it", corrupt[0])
-    elif corrupt:
         log.warning(
-            "%d facts cache entries are corrupt (%s, ...); rebuilding them",
+            "facts cache entry %s is corrupt; rebuilding it (and any other this run finds)",
+            corrupt[0],
+        )
+    else:
+        log.warning(
+            "%d facts cache entries are corrupt (%s, ...); rebuilding them (and any other "
+            "this run finds)",
             len(corrupt),
             corrupt[0],
         )
