@@ -123,3 +123,18 @@ def test_a_tree_named_as_the_version_is_the_source_the_json_names(root: Path) ->
     result = run_tracker("check", f"dir:{root}", "-a", "EAGLE3", "-q", "--format", "json")
     assert result.exit_code == 0, result.output
     assert json.loads(result.stdout)["source"] == f"dir:{root}"
+
+
+def test_markdown_does_not_link_a_local_tree_to_an_upstream_tag_it_does_not_have(
+    root: Path,
+) -> None:
+    args = ("interface", "local", "--source", f"dir:{root}", "-q", "--format", "md")
+    plain = run_tracker(*args)
+    assert plain.exit_code == 0, plain.output
+    assert "github.com" not in plain.stdout
+    assert "`speculative/eagle_worker.py:" in plain.stdout
+    pattern = "https://example.test/{tag}/{path}#L{line}"
+    linked = run_tracker(*args, "--link-pattern", pattern)
+    assert "](https://example.test/local/python/sglang/srt/speculative/eagle_worker.py#L" in (
+        linked.stdout
+    )

@@ -116,7 +116,7 @@ def test_a_template_compiled_without_the_escaping_is_never_loaded_from_the_cache
         lstrip_blocks=True,
         keep_trailing_newline=True,
     )
-    for name in ("short", "site", "link", "call", "code", "block", "prose", "plural"):
+    for name in ("short", "site", "link", "sitelink", "call", "code", "block", "prose", "plural"):
         earlier.filters[name] = lambda *args: str(args[0])
     earlier.filters["column_labels"] = lambda *args: []
     earlier.globals["marks"] = {}

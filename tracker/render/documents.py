@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import json
 import logging
+import re
 from collections.abc import Iterable
 from dataclasses import dataclass
 from pathlib import Path
@@ -317,6 +318,16 @@ def _environment(options: RenderOptions, fmt: str) -> Any:
     env.filters["short"] = short_path
     env.filters["site"] = lambda s: f"{short_path(s['path'])}:{s['line']}"
     env.filters["link"] = lambda s, tag: Markup(_link(options.link_pattern, s, tag, text))
+
+    def site_link(site: dict[str, Any], tag: str) -> Markup:
+        """`[path:line](url)`; with the default (upstream) pattern, a version that is not a
+        release tag (a directory, a commit) has no page there: the site as code instead."""
+        label = f"{short_path(site['path'])}:{site['line']}"
+        if options.link_pattern == DEFAULT_LINK and not _RELEASE_TAG.fullmatch(tag):
+            return Markup(md_code(label))
+        return Markup(f"[{inert(label)}]({_link(options.link_pattern, site, tag, text)})")
+
+    env.filters["sitelink"] = site_link
     env.filters["call"] = _call_text
     # A code span (markdown) and a block of lines (a fenced code block in markdown).
     env.filters["code"] = lambda v, in_table=False: Markup(
@@ -341,6 +352,10 @@ def _environment(options: RenderOptions, fmt: str) -> Any:
     # Kept for templates of earlier versions; the built-in ones say `c.kind.model_event`.
     env.tests["model_event"] = lambda kind: kind in kinds_where(model_event=True)
     return env
+
+
+# A release tag upstream has (v0.5.9, v0.4.1.post4, v0.5.0rc2).
+_RELEASE_TAG = re.compile(r"v\d+(\.\d+)*((\.post|rc|\.dev)\d+)*")
 
 
 def _link(pattern: str, site: dict[str, Any], tag: str, text: bool) -> str:
