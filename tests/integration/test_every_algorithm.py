@@ -116,6 +116,25 @@ def test_a_target_head_read_through_a_wrapper_then_refused_when_none_is_required
     assert "NemotronH_Nano_VL_V2" in found.broken("DFLASH")
 
 
+def test_a_flag_only_a_protocol_probe_sets_guards_what_it_tests_as_optional(
+    releases: dict[str, Analysed],
+) -> None:
+    # v0.5.23 dspark_worker_v2.py: `self._target_hidden_projection_enabled` is False or
+    # _configure_target_hidden_projection(target_model=...), which returns False unless
+    # isinstance(target_model, _SupportsDSparkTargetHiddenProjection); then :834 calls
+    # should_project_dspark_target_hidden under the flag.
+    found = releases["v0.5.23"]
+    project = found.needs("DSPARK", "target")["should_project_dspark_target_hidden"]
+    assert project.status == "optional"
+    at_risk = {
+        c.model
+        for c in found.compat.checks
+        if c.algorithm == "DSPARK"
+        and any(r.member == "should_project_dspark_target_hidden" for r in c.at_risk)
+    }
+    assert at_risk == set()
+
+
 @pytest.mark.parametrize("version", ["v0.5.16", "v0.5.23"])
 def test_the_capture_hooks_are_one_of_two_for_dspark_and_one_for_dflash(
     releases: dict[str, Analysed], version: str

@@ -237,16 +237,36 @@ HELPERS = """
     """
 
 FORKED = """
+    from typing import Protocol, runtime_checkable
+
     from sglang.srt.managers.tp_worker import TpModelWorker
     from sglang.srt.speculative.base_spec_worker import BaseSpecWorker
     from sglang.srt.speculative.eagle_worker_v2 import EAGLEWorkerV2
     from sglang.srt.speculative.draft_helpers import build_draft, project, unwrap
 
 
+    @runtime_checkable
+    class _SupportsProjection(Protocol):
+        def forked_project(self, hidden): ...
+
+
+    def _configure_projection(*, target_model, enabled):
+        if not enabled:
+            return False
+        if not isinstance(target_model, _SupportsProjection):
+            return False
+        return target_model.forked_project is not None
+
+
     class ForkedWorker(BaseSpecWorker):
         def __init__(self, server_args, target_worker: TpModelWorker):
             self._target_worker = target_worker
             self._draft_worker = None
+            self.projecting = False
+            self.projecting = _configure_projection(
+                target_model=self.target_worker.model_runner.model,
+                enabled=server_args.project,
+            )
             bundle = build_draft(server_args)
             self.draft_model = bundle.draft_model
             server_args.speculative_algorithm = "EAGLE3"
@@ -259,6 +279,8 @@ FORKED = """
             if hook is None:
                 raise RuntimeError("the target has no forked_hook")
             hook(batch)
+            if self.projecting:
+                self.target_worker.model_runner.model.forked_project(batch.hidden)
             head = unwrap(
                 getattr(self.target_worker.model_runner.model, "forked_head", None)
             )
@@ -502,6 +524,19 @@ def test_a_getattr_default_followed_by_a_raise_is_required(built: Built) -> None
     hook = needs(built, "FORKED", "target")["forked_hook"]
     assert hook.status == "required"
     assert [s.guard for s in hook.sites] == ["getattr-raises"]
+
+
+def test_a_flag_set_only_past_a_protocol_probe_of_the_member_guards_it_as_the_probe(
+    built: Built,
+) -> None:
+    # self.projecting is False, or what _configure_projection returns: False unless
+    # isinstance(target_model, _SupportsProjection), a Protocol declaring forked_project.
+    project = needs(built, "FORKED", "target")["forked_project"]
+    assert project.status == "optional"
+    assert {(s.function, s.guard) for s in project.sites} == {
+        ("ForkedWorker.forward_batch_generation", "hasattr"),
+        ("_configure_projection", "hasattr"),  # read past the isinstance probe itself
+    }
 
 
 def test_a_getattr_inside_a_call_that_hands_its_none_on_is_required_too(built: Built) -> None:

@@ -288,6 +288,9 @@ class Flow:
     def assigns_in(self, function: str) -> list[Assign]:
         return self._assigns.get(function, [])
 
+    def returns_in(self, function: str) -> list[Return]:
+        return self._returns.get(function, [])
+
     def call_at(self, function: str, line: int, name: str) -> Call | None:
         """The call of `name` at `line` (or, for a call spread over several lines, the
         first one below it)."""

@@ -455,7 +455,83 @@ def _guard_of(
             test, site_receiver, member, analysis, module, context.scope, line
         ):
             return Guard.HASATTR
+        scope = context.scope
+        if br.holds and _probe_flag(br.test, site_receiver, member, analysis, module, scope):
+            return Guard.HASATTR
     return ""
+
+
+def _probe_flag(
+    test: Cond,
+    receiver: str,
+    member: str,
+    an: _Reachability,
+    module: str,
+    scope: str,
+) -> bool:
+    """`if self.flag and ...` where the class only ever sets `self.flag` to False, None
+    or the result of a helper that returns something else only past a probe of the member
+    on the object passed in (`self.enabled = _configure(target_model=self...model)`, and
+    `if not isinstance(target_model, _SupportsX): return False`): the flag is the probe."""
+    conjuncts = test.args if test.op == "and" else (test,)
+    owner = scope.partition(".")[0]
+    cls = key(module, owner)
+    if cls not in an.index.classes:
+        return False
+    for flag in conjuncts:
+        if flag.op != "ref" or not flag.text.startswith("self.") or flag.text.count(".") != 1:
+            continue
+        assigns = [
+            a
+            for fn in an.index.classes[cls].methods.values()
+            for a in an.flow.assigns_in(key(module, fn.qualname))
+            if a.target == flag.text and a.op == "="
+        ]
+        if assigns and all(_sets_probed(a, receiver, member, an, module) for a in assigns):
+            return True
+    return False
+
+
+def _sets_probed(a: Assign, receiver: str, member: str, an: _Reachability, module: str) -> bool:
+    value = a.value
+    if value is None:
+        return False
+    if value.op in ("ref", "other") and value.text in ("False", "None"):
+        return True
+    if value.op != "call":
+        return False
+    scope = a.context.scope
+    helper = an.index.resolve_name(module, value.text, scope)
+    returns = an.flow.returns_in(helper or "")
+    if helper is None or not returns:
+        return False
+    call = an.flow.call_at(key(module, scope), a.line, value.text.rpartition(".")[2])
+    if call is None:
+        return False
+    bound = {name: an.expand(module, scope, a.line, text) for name, text in call.keywords}
+    helper_module = split_key(helper)[0]
+    for r in returns:
+        if r.value.op in ("ref", "other") and r.value.text in ("False", "None"):
+            continue
+        probed = False
+        for br in r.context.branches:
+            probe = br.test if br.holds else _negation(br.test)
+            if probe is None:
+                continue
+            for c in probe.args if probe.op == "and" else (probe,):
+                if (
+                    c.op == "call"
+                    and c.text == "isinstance"
+                    and len(c.args) == 2
+                    and bound.get(c.args[0].render()) == receiver
+                    and _protocol_declares(
+                        an.index, helper_module, r.context.scope, c.args[1].render(), member
+                    )
+                ):
+                    probed = True
+        if not probed:
+            return False
+    return True
 
 
 def _negation(test: Cond) -> Cond | None:
