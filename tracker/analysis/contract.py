@@ -1067,7 +1067,7 @@ def _logits(c: _Contract, top: _Frame) -> list[ContractFinding]:
         if e.kind == "call" and e.text == LOGITS
     ]
     if not callers:
-        c.unknown.append("no logits processor call on the forward path")
+        c.unknown.append("no call of self.logits_processor on the forward path it follows")
         return []
     out = []
     for frame, call in callers:
