@@ -9,6 +9,7 @@ byte-identical files.
 
 from __future__ import annotations
 
+import functools
 import hashlib
 import json
 from collections.abc import Callable, Mapping
@@ -139,12 +140,19 @@ def current_builder() -> Builder:
     from tracker.analysis.roles import load_rules
     from tracker.extract.parse import query_set_hash  # deferred: parse imports tree-sitter
 
-    digest = hashlib.sha256(load_rules().source_hash.encode())
+    return _builder_for(load_rules().source_hash, query_set_hash())
+
+
+@functools.cache
+def _builder_for(rules_hash: str, query_set: str) -> Builder:
+    """Worked out once per process and rules: a command over every release asks for each
+    snapshot, and hashing the analysis package each time was a third of `history`."""
+    digest = hashlib.sha256(rules_hash.encode())
     for module in analysis_modules():
         digest.update(module.read_bytes())
     # What external bases provide is data too: a rebuilt inventory changes verdicts.
     digest.update(data_file(INVENTORY).read_bytes())
-    return Builder(__version__, query_set_hash(), digest.hexdigest()[:16])
+    return Builder(__version__, query_set, digest.hexdigest()[:16])
 
 
 def content_digest(files: Mapping[str, str]) -> str:
