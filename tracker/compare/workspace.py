@@ -40,6 +40,9 @@ log = logging.getLogger(__name__)
 # Marks the warnings about files (syntax errors, undecodable, too slow to parse) that are
 # repeated whenever the snapshot is used, not only when it is built.
 FILE_WARNING = ": python/"
+# How old a release list `history` takes from the cache without asking the index again:
+# releases come days apart, and asking costs pip's start-up, most of the command.
+LIST_REUSE_SECONDS = 10 * 60
 
 
 def shipped_versions() -> list[str]:
@@ -156,7 +159,7 @@ class Workspace:
         start = getattr(self.source, "start_listing", None)
         if self.source.kind != "pypi" or not self.use_shipped or start is None:
             return
-        start()
+        start(reuse_within=LIST_REUSE_SECONDS)
         for version in shipped_versions():
             self._lookup(self.source, version)
 

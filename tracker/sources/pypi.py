@@ -19,6 +19,7 @@ import shutil
 import subprocess
 import sys
 import tempfile
+import time
 import zipfile
 import zlib
 from collections.abc import Iterable, Mapping
@@ -193,12 +194,24 @@ class PypiSource(Source):
             self._versions = listing.result() if listing else self._list_versions()
         return list(self._versions)
 
-    def start_listing(self) -> None:
+    def start_listing(self, reuse_within: float = 0.0) -> None:
         """Ask the index for the list of releases on another thread, now: pip takes about
         a second to start, which a command can spend reading what it already has.
-        `versions()` then waits for that answer instead of asking again."""
-        if self._versions is None and self._listing is None:
-            self._listing = _LISTER.submit(self._list_versions)
+        `versions()` then waits for that answer instead of asking again. A list the cache
+        got from the index less than `reuse_within` seconds ago is taken as it is (a report
+        over every release, run again, need not ask again)."""
+        if self._versions is not None or self._listing is not None:
+            return
+        if reuse_within > 0:
+            try:
+                age = time.time() - self._versions_file.stat().st_mtime
+            except OSError:
+                age = reuse_within
+            recent = self._read_cached_versions() if 0 <= age < reuse_within else []
+            if recent:
+                self._versions = recent
+                return
+        self._listing = _LISTER.submit(self._list_versions)
 
     def resolve(self, spec: str) -> str:
         if is_range(spec):

@@ -153,6 +153,25 @@ def test_an_unreachable_index_falls_back_to_the_cached_list_with_a_warning(
     assert "could not be reached" in source.warnings[0]
 
 
+def test_a_list_got_minutes_ago_is_reused_when_asked_to_and_an_older_one_is_not(
+    index: FakeIndex, cache: Path
+) -> None:
+    import os
+    import time
+
+    PypiSource().versions()
+    asked = len(index.calls("index"))
+    index.serve("0.5.11, 0.5.10, 0.5.9")  # a release published since
+    recent = PypiSource()
+    recent.start_listing(reuse_within=600)
+    assert recent.versions()[-1] == "v0.5.10" and len(index.calls("index")) == asked
+    hour_ago = time.time() - 3600
+    os.utime(cache / "versions.json", (hour_ago, hour_ago))
+    stale = PypiSource()
+    stale.start_listing(reuse_within=600)
+    assert stale.versions()[-1] == "v0.5.11" and len(index.calls("index")) == asked + 1
+
+
 def test_cached_archives_count_as_releases_when_the_index_is_unreachable(
     index: FakeIndex, cache: Path
 ) -> None:
