@@ -155,3 +155,30 @@ def test_a_config_that_only_names_the_class_gives_the_class_check() -> None:
             expected.status,
             expected.missing,
         )
+
+
+def test_a_local_copy_of_the_architectures_is_read_not_a_rewrite() -> None:
+    # `architectures = getattr(self.hf_config, "architectures", []) or []` under a condition
+    # the tracker cannot decide (model_config.py's ModelOpt parsing, v0.5.10 on).
+    reading = LOADING["configs/model_config.py"]
+    assert reading is not None
+    method = "            def _config_draft_model(self):"
+    assert method in reading
+    reading = reading.replace(
+        method,
+        "            def _parse_quant(self, quant_algo):\n"
+        '                if quant_algo == "MIXED_PRECISION":\n'
+        '                    architectures = getattr(self.hf_config, "architectures", []) or []\n'
+        "                    return architectures\n"
+        "\n" + method,
+    )
+    call = "                self._config_draft_model()\n"
+    assert call in reading
+    reading = reading.replace(call, "                self._parse_quant(model_path)\n" + call)
+    answer = ask(
+        {"architectures": ["LlamaForCausalLM"]},
+        EAGLE3_DRAFT,
+        overrides={"configs/model_config.py": reading},
+    )
+    assert answer.target.choice is not None
+    assert [u.what for u in answer.undecided if "architectures" in u.what] == []

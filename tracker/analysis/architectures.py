@@ -37,7 +37,9 @@ Reader = Callable[[str], ModuleFacts | None]
 
 # The names the loading code gives the config being loaded.
 HOLDERS = ("hf_config", "hf_text_config", "config", "config_dict", "text_config")
-_TARGET = re.compile(r"""(^|\.)architectures(\[0\])?$|\[\s*["']architectures["']\s*\]$""")
+# An attribute or key of a config (`config.architectures[0] = ...`); a bare local named
+# `architectures` is a copy being read, not the config's list being set.
+_TARGET = re.compile(r"""\.architectures(\[0\])?$|\[\s*["']architectures["']\s*\]$""")
 _QUOTED = re.compile(r"""["']([A-Za-z_][A-Za-z0-9_]*)["']""")
 _HELPER_VALUE = re.compile(r"""["']architectures["']\s*:\s*\[\s*([A-Za-z_]\w*)\s*\]""")
 
