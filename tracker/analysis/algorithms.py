@@ -23,7 +23,7 @@ from itertools import product
 from tracker.analysis.index import VersionIndex, split_key
 from tracker.analysis.roles import RoleRules
 from tracker.analysis.vocabulary import MODEL_ROLES
-from tracker.extract.facts import Branch, Cond, ModuleFacts, split_top
+from tracker.extract.facts import Branch, Cond, ModuleFacts, literal_truth, split_top
 from tracker.sources.base import SRT_PREFIX
 
 ROLES = MODEL_ROLES
@@ -109,11 +109,10 @@ class Algorithms:
                 t = frozenset.union(*(p.may_true for p in parts))
                 f = frozenset.intersection(*(p.may_false for p in parts))
             return Verdict(t, f, decided)
-        if op in ("ref", "other") and cond.text in _LITERALS:
+        truth = literal_truth(cond.text) if op in ("ref", "other") else None
+        if truth is not None:
             # `if False:`, `x if False else y`: code switched off by hand never runs.
-            if _LITERALS[cond.text]:
-                return Verdict(u, frozenset(), True)
-            return Verdict(frozenset(), u, True)
+            return Verdict(u, frozenset(), True) if truth else Verdict(frozenset(), u, True)
         if op == "call":
             name = cond.text.rpartition(".")[2]
             if name in self.predicates and cond.text != name:
@@ -360,7 +359,7 @@ def _discover_flags(index: VersionIndex, algos: Algorithms) -> None:
     spoiled: set[str] = set()
     for facts in index.iter_modules():
         for name, kind, owner, value, branches, keyword in _flag_settings(facts):
-            if value in ("False", "None", "0"):
+            if literal_truth(value) is False:
                 continue
             allowed, _ = algos.admitted(branches)
             expr = parse_bool(value) if value else None
@@ -524,14 +523,10 @@ def opt_in_branches(algos: Algorithms, branches: tuple[Branch, ...]) -> tuple[Br
             if atom.op != "ref":
                 continue
             default = algos.defaults.get(atom.text.rpartition(".")[2])
-            if default in ("False", "None", "0"):
+            if default is not None and literal_truth(default) is False:
                 out.append(br)
                 break
     return tuple(out)
-
-
-# Constants a test may be written as, and their truth.
-_LITERALS = {"True": True, "False": False, "None": False, "0": False, "1": True}
 
 
 # Pure on its text, and asked for the same assigned values over and over (every flag and

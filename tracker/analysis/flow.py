@@ -246,6 +246,7 @@ class Flow:
     # Functions that set `speculative_algorithm` to a value the analysis cannot follow
     # (function -> line): what they build is walked as the algorithm being walked.
     unfollowed_rewrites: dict[str, int] = field(default_factory=dict)
+    _rewrite_memo: dict[tuple[str, int], tuple[str, ...] | None] = field(default_factory=dict)
     # Method names some code calls on an object other than its own (`worker.m()`), passes
     # on as a bound method (`f(self.m)`) or names to getattr: what may be called from
     # outside the class that defines them.
@@ -316,11 +317,24 @@ class Flow:
                 last = a
         if last is None or last.value is None:
             return ()
-        names = self._algorithm_names(function, last.value, last.line, 0)
+        # Asked at every construction below the assignment: its names are worked out once.
+        memo = (function, last.line)
+        if memo not in self._rewrite_memo:
+            self._rewrite_memo[memo] = self._algorithm_names(function, last.value, last.line, 0)
+        names = self._rewrite_memo[memo]
         if names is None:
             self.unfollowed_rewrites.setdefault(function, last.line)
             return ()
         return names
+
+    def built_as(self, frame: Frame, line: int) -> tuple[str, ...]:
+        """The algorithms an object the frame's function builds at `line` runs as: what the
+        function set `speculative_algorithm` to above it, else what the object building it
+        runs as ("" for the algorithm being walked)."""
+        rewritten = self.rewrite_before(frame.function, line)
+        if rewritten:
+            return rewritten
+        return (frame.self_obj.runs_as if frame.self_obj is not None else "",)
 
     def _algorithm_names(
         self, function: str, value: Cond, line: int, depth: int
@@ -940,11 +954,11 @@ class Flow:
                 fields = self.bind(frame, call, init)
             else:  # a dataclass, NamedTuple or struct: its fields are its keywords
                 fields = self.bind_keywords(frame, call)
-            rewritten = self.rewrite_before(frame.function, call.line) if call is not None else ()
-            if not rewritten and frame.self_obj is not None:
-                rewritten = (frame.self_obj.runs_as,)  # built by an object that runs as another
+            line = call.line if call is not None else 0
             kept = _nested(fields, 0)
-            parts.append(Value(objs=frozenset(Obj(cls, kept, r) for r in rewritten or ("",))))
+            parts.append(
+                Value(objs=frozenset(Obj(cls, kept, r) for r in self.built_as(frame, line)))
+            )
         for fn in sorted(callee.functions):
             params = self.bind(frame, call, fn) if call is not None else ()
             parts.append(self.returns(Frame(fn, self._bound_self(frame, fn), params)))

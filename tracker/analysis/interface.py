@@ -37,7 +37,9 @@ from tracker.extract.facts import (
     ModuleFacts,
     Read,
     conjoin,
+    literal_truth,
 )
+from tracker.sources.base import SRT_PREFIX
 
 
 @dataclass(frozen=True, order=True)
@@ -496,7 +498,7 @@ def _sets_probed(a: Assign, receiver: str, member: str, an: _Reachability, modul
     value = a.value
     if value is None:
         return False
-    if value.op in ("ref", "other") and value.text in ("False", "None"):
+    if value.op in ("ref", "other") and literal_truth(value.text) is False:
         return True
     if value.op != "call":
         return False
@@ -511,7 +513,7 @@ def _sets_probed(a: Assign, receiver: str, member: str, an: _Reachability, modul
     bound = {name: an.expand(module, scope, a.line, text) for name, text in call.keywords}
     helper_module = split_key(helper)[0]
     for r in returns:
-        if r.value.op in ("ref", "other") and r.value.text in ("False", "None"):
+        if r.value.op in ("ref", "other") and literal_truth(r.value.text) is False:
             continue
         probed = False
         for br in r.context.branches:
@@ -1136,16 +1138,14 @@ def build_interface(version: str, index: VersionIndex, rules: RoleRules | None =
                 f"({workers}) use none, or the role rules do not know their receivers"
             )
     for (receiver, fn), line in sorted(collect.untyped.items()):
-        module, scope = split_key(fn)
-        where = f"{index.modules[module].path.removeprefix('python/sglang/srt/')}:{line}"
+        where, scope = _place(index, fn, line)
         algorithms = ", ".join(sorted(an.reached_by.get(fn, ())))
         interface.warnings.append(
             f"{version}: {algorithms}: the receiver {receiver} at {where} (in {scope}) is not "
             "followed to the target or the draft model: what it is asked is not counted"
         )
     for fn, line in sorted(an.flow.unfollowed_rewrites.items()):
-        module, scope = split_key(fn)
-        where = f"{index.modules[module].path.removeprefix('python/sglang/srt/')}:{line}"
+        where, scope = _place(index, fn, line)
         interface.warnings.append(
             f"{version}: {where} (in {scope}) sets speculative_algorithm to a value the "
             "analysis cannot follow: what it builds afterwards is counted under the algorithm "
@@ -1166,6 +1166,12 @@ def build_interface(version: str, index: VersionIndex, rules: RoleRules | None =
             interface.unparsed[algorithm] = tuple(broken)
     interface.draft_models = draft_models(index, algos, rules.draft_models, an.reached_by)
     return interface
+
+
+def _place(index: VersionIndex, fn: str, line: int) -> tuple[str, str]:
+    """(`speculative/x.py:12`, `Class.method`) of a line of a function, for a warning."""
+    module, scope = split_key(fn)
+    return f"{index.modules[module].path.removeprefix(SRT_PREFIX)}:{line}", scope
 
 
 def _site(

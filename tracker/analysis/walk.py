@@ -283,10 +283,7 @@ class Walker:
             if init is None:
                 continue
             fields = flow.bind(frame, call, init)
-            rewritten = flow.rewrite_before(frame.function, line) or (
-                frame.self_obj.runs_as if frame.self_obj is not None else "",
-            )
-            for runs_as in rewritten:
+            for runs_as in flow.built_as(frame, line):
                 out.append(Frame(init, Obj(cls, _cut(fields), runs_as), fields))
         for fn in sorted(callee.functions):
             self_obj = frame.self_obj if fn in _live(flow, frame) else None

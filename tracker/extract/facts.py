@@ -81,6 +81,16 @@ def split_top(text: str, sep: str) -> list[str]:
     return parts
 
 
+# Constants a test or a value may be written as, and their truth.
+_CONSTANT_TRUTH = {"True": True, "False": False, "None": False, "0": False, "1": True}
+
+
+def literal_truth(text: str) -> bool | None:
+    """The truth of a constant written as `text` (`False`, `None`, `0`, ...), or None
+    when it is not one."""
+    return _CONSTANT_TRUTH.get(text.strip())
+
+
 def conjoin(conditions: Iterable[str]) -> str:
     """Rendered conditions that all hold, as one: a part with an `or` at its top level is
     parenthesised, or `a or b` then `c` would read `a or (b and c)`."""

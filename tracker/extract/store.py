@@ -121,20 +121,19 @@ def _read_entry(
     return read_cached(base, content_id, full, corrupt) or read_shipped(content_id, full)
 
 
-# Whether this process has said its facts cache is damaged: a run reads the cache in
-# several batches (seed files, then what they import), and a wholly corrupt cache is one
-# line for the run, not one per batch.
-_corrupt_said = False
+# The facts caches this process has said are damaged: a run reads its cache in several
+# batches (seed files, then what they import), and a wholly corrupt cache is one line for
+# the run, not one per batch. Kept per folder, so that another cache is still reported.
+_corrupt_said: set[Path] = set()
 
 
-def _warn_corrupt(corrupt: list[str]) -> None:
-    global _corrupt_said
+def _warn_corrupt(base: Path, corrupt: list[str]) -> None:
     if not corrupt:
         return
-    if _corrupt_said:
+    if base in _corrupt_said:
         log.debug("%d more corrupt facts cache entries; rebuilding them", len(corrupt))
         return
-    _corrupt_said = True
+    _corrupt_said.add(base)
     if len(corrupt) == 1:
         log.warning(
             "facts cache entry %s is corrupt; rebuilding it (and any other this run finds)",
@@ -258,7 +257,7 @@ def load_facts(
         else:
             recent.put((cid, full), cached)
             result[path] = _at(cached, path)
-    _warn_corrupt(corrupt)
+    _warn_corrupt(base, corrupt)
     missing = _collect_ahead(missing, result)
     total = len(missing)
     if progress is not None:
