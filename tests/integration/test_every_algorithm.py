@@ -116,6 +116,18 @@ def test_a_target_head_read_through_a_wrapper_then_refused_when_none_is_required
     assert "NemotronH_Nano_VL_V2" in found.broken("DFLASH")
 
 
+def test_uses_below_an_early_return_on_either_missing_hook_are_optional(
+    releases: dict[str, Analysed],
+) -> None:
+    # v0.5.23 frozen_kv_mtp_worker_v2.py:293: `if not hasattr(draft_model,
+    # "build_frozen_kv_mtp_context") or not hasattr(draft_model, "bind_frozen_kv_context"):
+    # return`, then both are called.
+    draft = releases["v0.5.23"].needs("FROZEN_KV_MTP", "draft")
+    for member in ("build_frozen_kv_mtp_context", "bind_frozen_kv_context"):
+        assert draft[member].status == "optional"
+        assert {s.guard for s in draft[member].sites} == {"hasattr"}
+
+
 def test_a_flag_only_a_protocol_probe_sets_guards_what_it_tests_as_optional(
     releases: dict[str, Analysed],
 ) -> None:
