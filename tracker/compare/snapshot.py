@@ -138,7 +138,7 @@ def analysis_modules() -> list[Path]:
 
 def current_builder() -> Builder:
     from tracker.analysis.roles import load_rules
-    from tracker.extract.parse import query_set_hash  # deferred: parse imports tree-sitter
+    from tracker.extract.identity import query_set_hash
 
     return _builder_for(load_rules().source_hash, query_set_hash())
 

@@ -48,7 +48,7 @@ class PackError(Exception):
 
 def pack_key() -> dict[str, Any]:
     """What facts in a pack must have been made by to be this tool's facts."""
-    from tracker.extract.parse import query_set_hash  # deferred: parse imports tree-sitter
+    from tracker.extract.identity import query_set_hash
 
     layout = hashlib.sha256(codec.layout_digest().encode()).hexdigest()[:16]
     return {

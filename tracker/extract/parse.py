@@ -8,46 +8,18 @@ facts. The conditions around each site are found in one sweep over byte interval
 
 from __future__ import annotations
 
-import hashlib
 import re
 import time
 from functools import cache
-from pathlib import Path
 
 from tree_sitter import Node, Parser, QueryCursor, Tree
 
 from tracker.extract.extraction import Extraction
 from tracker.extract.facts import ModuleFacts
 from tracker.extract.handlers import HANDLERS
+from tracker.extract.identity import query_set_hash as query_set_hash
 from tracker.extract.nodes import node_text
-from tracker.extract.queries import LANGUAGE, compiled_query, pass_queries, query_names, query_text
-
-# The modules that turn captures into facts: extracted differently, facts are other facts.
-_FACT_MODULES = (
-    "parse.py",
-    "queries.py",
-    "extraction.py",
-    "handlers.py",
-    "contexts.py",
-    "nodes.py",
-    "forwards.py",
-    "facts.py",
-)
-
-
-@cache
-def query_set_hash() -> str:
-    """A digest of every query file (its pass declaration included) and of the code that
-    turns captures into facts: facts from other queries, or extracted differently, are
-    other facts."""
-    digest = hashlib.sha256()
-    for name in query_names():
-        digest.update(name.encode())
-        digest.update(query_text(name).encode())
-    here = Path(__file__).resolve().parent
-    for module in _FACT_MODULES:
-        digest.update((here / module).read_bytes())
-    return digest.hexdigest()[:16]
+from tracker.extract.queries import LANGUAGE, compiled_query, pass_queries
 
 
 @cache
