@@ -4,13 +4,16 @@ gives the history that the fully read snapshots give."""
 from __future__ import annotations
 
 import json
+from pathlib import Path
 
 from tracker.cli.models import _release_before
+from tracker.common.cachedir import CUT_COPIES
 from tracker.compare.matrix import build_matrix
 from tracker.compare.snapshot import load_file, shipped_dir
 from tracker.compare.workspace import Workspace, shipped_versions
 from tracker.render.documents import history_document
 from tracker.sources import open_source
+from tracker.sources.versions import expand_range
 
 from .conftest import Tracker
 
@@ -32,6 +35,18 @@ def test_one_models_history_is_the_one_the_full_snapshots_give(tracker: Tracker)
     expected = history_document(MODEL, kind, [matrix], ws.source.describe())
     assert got["events"] == expected["events"] and got["events"]
     assert got["rows"] == expected["rows"]
+
+
+def test_history_answered_again_from_the_cut_copies_is_the_same(
+    tracker: Tracker, use_real_cache: Path
+) -> None:
+    first = tracker("history", MODEL, RANGE, "--format", "json")
+    assert first.exit_code == 0, first.output
+    # A copy per release read (the range and the release before it), for this one class.
+    copies = {p.parent.name for p in (use_real_cache / CUT_COPIES).glob("*/*.json")}
+    assert len(copies) >= len(expand_range(RANGE, shipped_versions())) + 1
+    again = tracker("history", MODEL, RANGE, "--format", "json")
+    assert again.stdout == first.stdout
 
 
 def test_a_snapshot_read_for_one_model_holds_exactly_its_entries_and_checks() -> None:

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import contextlib
+import functools
 import logging
 import os
 import shutil
@@ -36,6 +37,12 @@ def cache_root() -> Path:
     override = os.environ.get("TRACKER_CACHE_DIR")
     if override:
         return Path(override)
+    return _platform_cache_dir()
+
+
+@functools.cache
+def _platform_cache_dir() -> Path:
+    # Asked for once per file a command reads; the platform's answer does not change.
     import platformdirs  # deferred: keeps `tracker --help` fast
 
     return Path(platformdirs.user_cache_dir("sglang-tracker"))
@@ -52,12 +59,17 @@ _SCRATCH_PREFIXES = (".download-", ".clone-")
 # every run.
 SWEEP_EVERY = 10 * 60
 _SWEEP_MARK = ".last-sweep"
+# Snapshots cut down to some classes (tracker.compare.slices), a folder per file they were
+# cut from: one nothing was cut into for this long is taken for the copies of a file that
+# is gone (a refresh, a reinstall), and removed; cutting again, if it is not, is cheap.
+CUT_COPIES = "slices"
+CUT_COPIES_AGE = 7 * 24 * 60 * 60
 
 
 def sweep_leftovers(root: Path | None = None, *, now: float | None = None) -> int:
-    """Remove the temporary files and scratch folders killed runs left in the cache, at
-    most once every SWEEP_EVERY seconds; returns how many were removed. Never fails: a
-    cache it cannot sweep is only a little larger."""
+    """Remove the temporary files and scratch folders killed runs left in the cache, and
+    cut copies long unused, at most once every SWEEP_EVERY seconds; returns how many were
+    removed. Never fails: a cache it cannot sweep is only a little larger."""
     root = root if root is not None else cache_root()
     now = time.time() if now is None else now
     mark = root / _SWEEP_MARK
@@ -71,6 +83,10 @@ def sweep_leftovers(root: Path | None = None, *, now: float | None = None) -> in
     removed = 0
     for folder, subfolders, names in os.walk(root):
         here = Path(folder)
+        if here == root / CUT_COPIES:
+            gone = [n for n in subfolders if _remove_if_old(here / n, now - CUT_COPIES_AGE)]
+            subfolders[:] = [n for n in subfolders if n not in gone]
+            removed += len(gone)
         for name in [n for n in subfolders if n.startswith(_SCRATCH_PREFIXES)]:
             subfolders.remove(name)
             removed += _remove_if_old(here / name, now - SCRATCH_AGE)

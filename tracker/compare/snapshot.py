@@ -333,7 +333,11 @@ def _field(f: FieldUse) -> dict[str, Any]:
 def from_json(text: str, models: frozenset[str] | None = None) -> Snapshot:
     """The snapshot in `text`; with `models`, only those entry classes and their checks
     (most of a snapshot's objects are checks: a command about one model builds its own)."""
-    doc = json.loads(text)
+    return from_doc(json.loads(text), models)
+
+
+def from_doc(doc: Any, models: frozenset[str] | None = None) -> Snapshot:
+    """`from_json` of a document already decoded."""
     if not isinstance(doc, dict) or doc.get("schema") != SCHEMA:
         raise ValueError("not a sglang-tracker snapshot (schema id missing or different)")
     version = doc["version"]
@@ -504,17 +508,30 @@ def _load_compat(
     return Compat(version, entries=entries, checks=checks)
 
 
+# Sites already built in this process, by their fields: consecutive releases record most
+# sites unchanged, so a command over every release builds each once and shares the frozen
+# object (`history` over the shipped snapshots builds a third of the sites it reads).
+_SITES: dict[tuple[Any, ...], Site] = {}
+_SITES_KEPT = 200_000
+
+
 def _load_site(s: dict[str, Any]) -> Site:
-    return Site(
-        path=s["path"],
-        line=s["line"],
-        function=s["function"],
-        condition=s.get("condition", ""),
-        status=s.get("status", "required"),
-        guard=s.get("guard", ""),
-        arity=s.get("arity", ""),
-        call_path=tuple(s.get("call_path", ())),
+    fields = (
+        s["path"],
+        s["line"],
+        s["function"],
+        s.get("condition", ""),
+        s.get("status", "required"),
+        s.get("guard", ""),
+        s.get("arity", ""),
+        tuple(s.get("call_path", ())),
     )
+    site = _SITES.get(fields)
+    if site is None:
+        if len(_SITES) >= _SITES_KEPT:
+            _SITES.clear()
+        site = _SITES[fields] = Site(*fields)
+    return site
 
 
 # ----------------------------------------------------------------------------- store

@@ -450,7 +450,7 @@ class Workspace:
             # Releases on the package index never change: the shipped snapshot of a
             # release is that release's answer as long as the same tool built it.
             if self.use_shipped:
-                shipped = load_file(shipped_dir() / f"{version}.json", self.models)
+                shipped = self._load_shipped(version)
                 if usable(shipped) and shipped is not None and shipped.source.kind == "pypi":
                     return found(shipped, "shipped"), cache_file, ""
             if self.use_cache and usable(cached := load_cached(cache_file, self.models)):
@@ -468,7 +468,7 @@ class Workspace:
         digest = content_digest(source.tree(version).files)
         if self.use_shipped:
             # The same files as a release: that release's shipped answer holds.
-            shipped = load_file(shipped_dir() / f"{version}.json", self.models)
+            shipped = self._load_shipped(version)
             if usable(shipped, digest):
                 return found(shipped, "shipped"), by_commit or Path(), digest
         cache_file = by_commit or cache_root() / "snapshots" / f"{source.kind}-{digest}.json"
@@ -476,13 +476,19 @@ class Workspace:
             return found(cached, "cache"), cache_file, digest
         return None, cache_file, digest
 
+    def _load_shipped(self, version: str) -> Snapshot | None:
+        path = shipped_dir() / f"{version}.json"
+        if self.models is not None and self.use_cache:
+            from tracker.compare.slices import load_cut
+
+            return load_cut(path, self.models)
+        return load_file(path, self.models)
+
     def snapshots(self, spec: str) -> list[Snapshot]:
         versions = self.expand(spec)
         if not versions:
             raise TrackerError(f"{spec} names no versions")
-        from tracker.extract.store import default_jobs
-
-        if self.use_cache and len(versions) > 2 and default_jobs() > 1:
+        if self.use_cache and len(versions) > 2:
             self._build_in_parallel(versions)
         out = []
         for i, version in enumerate(versions, 1):
@@ -495,12 +501,14 @@ class Workspace:
         contiguous segment of versions per two workers, walked from both ends
         (tracker.compare.parallel), so each worker parses only what changed from one version
         to the next. The serial loop afterwards only reads."""
+        missing = [v for v in versions if self._lookup(self.source, v)[0] is None]
+        if len(missing) < 2:
+            return  # imports below only now: a range answered from snapshots needs none
         from tracker.analysis.loader import reads_in_full, seed_paths
         from tracker.compare.parallel import build_segments, split_segments, version_costs
         from tracker.extract.store import default_jobs
 
-        missing = [v for v in versions if self._lookup(self.source, v)[0] is None]
-        if len(missing) < 2:
+        if default_jobs() < 2:
             return
         files = []
         for version in missing:

@@ -10,13 +10,10 @@ from __future__ import annotations
 import hashlib
 import logging
 import re
-import tomllib
 from abc import ABC, abstractmethod
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
 
-from packaging.markers import Marker
-from packaging.requirements import InvalidRequirement, Requirement
 from packaging.utils import canonicalize_name
 
 from tracker.common.errors import TrackerError
@@ -108,6 +105,11 @@ def pins_from_requirements(lines: Iterable[str]) -> tuple[tuple[str, str], ...]:
     """`torch==2.9.1` and the like, from requirement strings (Requires-Dist values,
     pyproject dependencies). An unconditional pin wins over one under a marker (an extra
     such as `cu130`); among several of one kind, the first listed."""
+    # Deferred, as in pyproject_requirements: a command answered from snapshots reads no
+    # pins, and these modules are a tenth of the start-up of one.
+    from packaging.markers import Marker
+    from packaging.requirements import InvalidRequirement, Requirement
+
     unconditional: dict[str, str] = {}
     conditional: dict[str, str] = {}
     for line in lines:
@@ -135,6 +137,8 @@ def requires_dist(metadata: str) -> list[str]:
 
 def pyproject_requirements(text: str) -> list[str]:
     """`[project] dependencies` then every optional-dependency group, in file order."""
+    import tomllib
+
     try:
         project = tomllib.loads(text).get("project", {})
     except tomllib.TOMLDecodeError:
