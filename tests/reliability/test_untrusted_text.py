@@ -16,8 +16,10 @@ from __future__ import annotations
 
 import ast
 import json
+import os
 import re
 import subprocess
+import sys
 import unicodedata
 import xml.etree.ElementTree as ET
 from collections.abc import Iterator
@@ -139,6 +141,46 @@ def test_a_warning_about_a_hostile_file_name_is_one_visible_line(repo: Path) -> 
     assert len(warnings) == 1
     assert f"models/w{SHOWN_TERMINAL}\\nFORGED warning.py" in warnings[0]
     assert_terminal_safe(run.stderr)
+
+
+def test_the_processes_that_build_a_range_write_nothing_raw_to_the_terminal(
+    repo: Path, tmp_path: Path
+) -> None:
+    # Its own process, so that the workers' stderr is the one captured; a fresh cache and
+    # two workers, so that the range is built in parallel.
+    env = {**os.environ, "TRACKER_CACHE_DIR": str(tmp_path / "cache"), "TRACKER_JOBS": "2"}
+    run = subprocess.run(
+        [sys.executable, "-m", "tracker", "matrix", "v0.5.15..v0.5.18", "-a", "EAGLE3",
+         "--repo", str(repo)],
+        env=env, capture_output=True, text=True, timeout=300, check=False,
+    )  # fmt: skip
+    assert run.returncode == 0, run.stderr
+    assert_terminal_safe(run.stderr)
+    warnings = [line for line in run.stderr.split("\n") if "not UTF-8" in line]
+    # Said once per version, by the parent, written out.
+    assert [w.split(":")[2] for w in warnings] == [" v0.5.15", " v0.5.16", " v0.5.17", " v0.5.18"]
+    assert all(f"models/w{SHOWN_TERMINAL}\\nFORGED warning.py" in w for w in warnings)
+
+
+def test_a_workers_own_warning_reaches_the_terminal_through_the_parent_once(
+    repo: Path, tmp_path: Path
+) -> None:
+    cache = tmp_path / "cache"
+    cache.mkdir()
+    (cache / "snapshots").write_text("a file where the snapshot cache should be")
+    env = {**os.environ, "TRACKER_CACHE_DIR": str(cache), "TRACKER_JOBS": "2"}
+    run = subprocess.run(
+        [sys.executable, "-m", "tracker", "matrix", "v0.5.15..v0.5.18", "-a", "EAGLE3",
+         "--repo", str(repo)],
+        env=env, capture_output=True, text=True, timeout=300, check=False,
+    )  # fmt: skip
+    assert run.returncode == 0, run.stderr
+    assert_terminal_safe(run.stderr)
+    lines = run.stderr.splitlines()
+    unwritable = [line for line in lines if "cannot write to the cache" in line]
+    # The workers' (forwarded once, however many workers said it) and the parent's own.
+    assert len(unwritable) == 2
+    assert all(line.startswith("tracker: warning: ") for line in lines)
 
 
 def test_bisect_names_the_commit_and_keeps_its_subject_exactly(repo: Path) -> None:
@@ -477,6 +519,10 @@ def test_the_html_report_shows_every_name_as_text(report_dir: Path) -> None:
     assert len(scripts) == 2 and {a.get("type") for a in scripts} == {"application/json", None}
     assert not any(k.startswith("on") for _, attrs in page.elements for k in attrs)
     assert "<script>alert(1)</script>" in "".join(page.text)
+    # Nothing hidden reaches the page: not in its text, nor in the data its script shows.
+    shown = "".join(page.text)
+    assert hidden_in(shown, allowed="\n\t") == []
+    assert "term" + SHOWN_TERMINAL in shown
 
 
 def test_every_svg_graph_is_well_formed_xml_showing_the_names(report_dir: Path) -> None:

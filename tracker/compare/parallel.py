@@ -15,6 +15,8 @@ the version before it, plus the analysis itself.
 
 from __future__ import annotations
 
+import logging
+import logging.handlers
 import os
 import queue
 from collections.abc import Callable, Sequence
@@ -99,6 +101,11 @@ def build_segments(
     # processes (and its pools).
     context = multiprocessing.get_context("spawn")
     done_queue: Any = context.Queue()
+    # What the workers log comes back here and is said by this process's handlers (the
+    # CLI's writes analysed text out visibly): a worker has no handler of its own, and
+    # Python's last resort would print the text raw on the terminal.
+    notes: Any = context.Queue()
+    said: set[str] = set()  # each worker says "cannot write to the cache" once: one line
     # Per segment, the next index to claim from each end ([2s] forward, [2s + 1] backward).
     ends: Any = context.Array("i", [i for s in segments for i in (0, len(s) - 1)])
     walkers = [(s, step) for s in range(len(segments)) for step in (1, -1)][: max(workers, 1)]
@@ -109,7 +116,7 @@ def build_segments(
         max_workers=len(walkers),
         mp_context=context,
         initializer=_start,
-        initargs=(os.getpid(), done_queue, ends),
+        initargs=(os.getpid(), done_queue, ends, notes),
     ) as pool:
         pending: set[Future[str]] = {
             pool.submit(_walk, kind, location, list(segments[s]), s, step, use_shipped)
@@ -120,10 +127,24 @@ def build_segments(
             finished, pending = wait(pending, timeout=0.2, return_when=FIRST_COMPLETED)
             errors += [error for future in finished if (error := future.result())]
             done += _drain(done_queue, done, total, progress, block=False)
+            _say_notes(notes, said)
         if errors:
+            _say_notes(notes, said)
             raise TrackerError(errors[0])
         # A worker's last report can still be on its way when its result is in.
         _drain(done_queue, done, total, progress, block=True)
+    _say_notes(notes, said)  # the workers have exited: whatever they logged is in
+
+
+def _say_notes(notes: Any, said: set[str]) -> None:
+    while True:
+        try:
+            record = notes.get_nowait()
+        except (queue.Empty, OSError, ValueError):
+            return
+        if record.getMessage() not in said:
+            said.add(record.getMessage())
+            logging.getLogger(record.name).handle(record)
 
 
 def _drain(
@@ -147,13 +168,22 @@ _done: Any = None
 _ends: Any = None
 
 
-def _start(parent: int, done_queue: Any, ends: Any) -> None:
+def _start(parent: int, done_queue: Any, ends: Any, notes: Any) -> None:
     """Worker set-up: tied to the process that started it, where it reports finished
-    versions and claims the next, parsing in this process only (the walkers already use
-    every core), and the collector tuned as the CLI tunes it."""
+    versions, claims the next and sends its warnings, parsing in this process only (the
+    walkers already use every core), and the collector tuned as the CLI tunes it."""
     global _done, _ends
+    from tracker.compare.workspace import FILE_WARNING
+
     start_worker(parent)
     _done, _ends = done_queue, ends
+    handler = logging.handlers.QueueHandler(notes)
+    # A file's warning is kept with the snapshot and said when the parent reads it.
+    handler.addFilter(lambda record: FILE_WARNING not in record.getMessage())
+    package_log = logging.getLogger("tracker")
+    package_log.addHandler(handler)
+    package_log.setLevel(logging.WARNING)
+    package_log.propagate = False
     os.environ["TRACKER_JOBS"] = "1"
     tune_collector()
 

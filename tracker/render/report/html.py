@@ -13,6 +13,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from tracker.render.inert import visible
 from tracker.render.report.document import STATUSES, ReportOptions
 from tracker.render.report.dot import svg_dot
 from tracker.render.report.graph import CallGraphView
@@ -56,9 +57,26 @@ def graph_file_name(algorithm: str, version: str) -> str:
     return re.sub(r"[^A-Za-z0-9_.-]", "_", f"{algorithm}-{version}") + ".svg"
 
 
+# Kept as they are in the page's text: the rest of the control, format and separator
+# characters are written out (`\x1b`), as on a terminal.
+_KEPT = "\n\t"
+
+
+def _shown(value: Any) -> Any:
+    """`value` with every string in it, keys too, written out visibly: the page's script
+    puts the data's names in the page as text."""
+    if isinstance(value, str):
+        return visible(value, keep=_KEPT)
+    if isinstance(value, dict):
+        return {_shown(k): _shown(v) for k, v in value.items()}
+    if isinstance(value, list | tuple):
+        return [_shown(v) for v in value]
+    return value
+
+
 def _script_json(data: Any) -> str:
     """JSON safe inside <script type="application/json">: no `</script>` can close it."""
-    text = json.dumps(data, ensure_ascii=False, separators=(",", ":"), sort_keys=True)
+    text = json.dumps(_shown(data), ensure_ascii=False, separators=(",", ":"), sort_keys=True)
     return text.replace("<", "\\u003c").replace(">", "\\u003e").replace("&", "\\u0026")
 
 
@@ -78,6 +96,8 @@ def render_html(
         loader=jinja2.ChoiceLoader(loaders),
         undefined=jinja2.StrictUndefined,
         autoescape=True,  # HTML: every value is escaped unless marked safe below
+        # ...and written out visibly first: analysed text holds terminal controls too.
+        finalize=lambda v: visible(v, keep=_KEPT) if type(v) is str else v,
         trim_blocks=True,
         lstrip_blocks=True,
     )
