@@ -298,7 +298,8 @@ def test_a_snapshot_under_the_previous_schema_id_is_not_read_so_it_is_rebuilt(
     )
     text = to_json(snap)
     assert errors(json.loads(text)) == []
-    previous = SNAPSHOT.replace("@2", "@1")
+    name, number = SNAPSHOT.rsplit("@", 1)
+    previous = f"{name}@{int(number) - 1}"
     assert previous != SNAPSHOT and f'"{SNAPSHOT}"' in text
     old = text.replace(f'"{SNAPSHOT}"', f'"{previous}"')
     for name, body in (("current", text), ("old", old)):

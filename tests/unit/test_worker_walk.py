@@ -12,7 +12,8 @@ from sgl_trees import Built, build
 
 from tracker.analysis.interface import Requirement
 from tracker.common.errors import TrackerError
-from tracker.compare.snapshot import pick_algorithms
+from tracker.compare.snapshot import Builder, Snapshot, from_json, pick_algorithms, to_json
+from tracker.sources.base import SourceIdentity
 
 SPEC_INFO = """
     from enum import IntEnum, auto
@@ -331,6 +332,9 @@ RUNNER = """
                     self.model.capture_b([1])
                 else:
                     raise ValueError("the target provides neither capture hook")
+            # CASCADE takes no stand-in: capture_a or nothing.
+            if self.spec_algorithm.is_cascade() and not self.is_draft_worker:
+                self.model.capture_a([2])
 
         def forward(self, batch):
             return self.model.forward(batch)
@@ -505,6 +509,19 @@ def test_a_name_bound_to_a_predicate_is_decided_like_the_predicate(built: Built)
     assert "set_embed_and_head" not in needs(built, "EAGLE3", "draft")
     assert needs(built, "EAGLE", "draft")["set_embed_and_head"].status == "required"
     assert "set_embed" not in needs(built, "EAGLE", "draft")
+
+
+def test_a_stand_in_one_algorithm_accepts_reads_back_from_a_snapshot_for_it_alone(
+    built: Built,
+) -> None:
+    # capture_b stands in for capture_a under FORKED, not under CASCADE: the class with
+    # capture_b only lacks capture_a for the one and not for the other.
+    checks = {(c.model, c.algorithm): c for c in built.compat.checks if c.role == "target"}
+    assert "capture_a" not in checks[("CaptureBForCausalLM", "FORKED")].missing
+    assert "capture_a" in checks[("CaptureBForCausalLM", "CASCADE")].missing
+    identity = SourceIdentity("git", "/repo", "v1", "r")
+    snap = Snapshot("v1", identity, "d", Builder("t", "q", "r"), built.interface, built.compat)
+    assert from_json(to_json(snap)).compat.checks == built.compat.checks
 
 
 def test_a_hasattr_elif_else_raise_chain_requires_one_of_its_members(built: Built) -> None:

@@ -34,6 +34,7 @@ from tracker.analysis.contract import SETTER, ContractFinding, ContractSite
 from tracker.analysis.drafts import DraftClass, DraftModels
 from tracker.analysis.externals import INVENTORY
 from tracker.analysis.interface import FieldUse, Interface, Requirement, Site
+from tracker.analysis.vocabulary import ProvisionKind
 from tracker.common.atomic import write_text_atomic
 from tracker.common.errors import TrackerError
 from tracker.common.regular import read_regular_text
@@ -41,7 +42,7 @@ from tracker.common.resources import data_file
 from tracker.extract.facts import FACTS_FORMAT
 from tracker.sources.base import SRT_PREFIX, SourceIdentity
 
-SCHEMA = "sglang-tracker/snapshot@2"
+SCHEMA = "sglang-tracker/snapshot@3"
 
 
 @dataclass(frozen=True)
@@ -211,10 +212,20 @@ def _entry_classes(compat: Compat) -> list[dict[str, Any]]:
     contracts: dict[str, dict[str, ModelCheck]] = {}
     # A problem of the class's own file (not of a worker file): the same for every check.
     own_problems: dict[str, str] = {}
+    # A member another stands in for (`alternative`) is so only for the algorithms that
+    # accept the stand-in: it is kept apart, and the member's own provision (missing, for
+    # the others) is what `provisions` holds.
+    stand_ins: dict[str, dict[str, Provision]] = {}
     for c in compat.checks:
         if c.problem and not c.problem.startswith("the worker file"):
             own_problems[c.model] = c.problem
-        provisions.setdefault(c.model, {}).update({p.member: p for p in c.provisions})
+        held = provisions.setdefault(c.model, {})
+        for p in c.provisions:
+            if p.how == ProvisionKind.ALTERNATIVE:
+                stand_ins.setdefault(c.model, {})[p.member] = p
+                held.setdefault(p.member, Provision(p.member, ProvisionKind.MISSING, ""))
+            else:
+                held[p.member] = p
         if c.contract or c.contract_unknown:
             contracts.setdefault(c.model, {})[c.contract_hook or SETTER] = c
         for d in c.delegations:
@@ -226,6 +237,12 @@ def _entry_classes(compat: Compat) -> list[dict[str, Any]]:
             member: {k: v for k, v in provision_doc(p).items() if k != "member" and v != ""}
             for member, p in sorted(provisions.get(e.name, {}).items())
         }
+        stood_in = stand_ins.get(e.name, {})
+        if stood_in:
+            doc["stand_ins"] = {
+                member: {k: v for k, v in provision_doc(p).items() if k not in ("member", "how")}
+                for member, p in sorted(stood_in.items())
+            }
         doc["delegations"] = [
             {k: v for k, v in asdict(d).items() if v != ()}
             for _, d in sorted(delegations.get(e.name, {}).items())
@@ -402,10 +419,12 @@ def _load_compat(
     for r in itf.requirements:
         if r.status == "required":
             required.setdefault((r.algorithm, r.role), []).append(r.member)
-    risky = Needs.of(itf).conditional
+    needs = Needs.of(itf)
+    risky = needs.conditional
     problems: dict[str, str] = {}
     entries = []
     provisions: dict[str, dict[str, Provision]] = {}
+    stand_ins: dict[str, dict[str, Provision]] = {}
     delegations: dict[str, list[Delegation]] = {}
     contracts: dict[str, dict[str, tuple[tuple[ContractFinding, ...], str]]] = {}
     for e in doc["entry_classes"]:
@@ -425,6 +444,10 @@ def _load_compat(
         provisions[e["name"]] = {
             member: Provision(member, p["how"], p.get("where", ""), p.get("line", 0))
             for member, p in e["provisions"].items()
+        }
+        stand_ins[e["name"]] = {
+            member: Provision(member, ProvisionKind.ALTERNATIVE, p["where"], p.get("line", 0))
+            for member, p in e.get("stand_ins", {}).items()
         }
         delegations[e["name"]] = [
             Delegation(
@@ -457,10 +480,25 @@ def _load_compat(
     # the target role before the draft role.
     verdicts.sort(key=lambda v: (position[v[0]], order.get(v[2], len(order)), v[1] != "target"))
     members_of = {slot: sorted(set(names)) for slot, names in required.items()}
+
+    def provided(
+        model: str, algorithm: str, role: str, member: str, default: Provision
+    ) -> Provision:
+        """The member's provision in this check: its own, or (when it is missing) the
+        stand-in recorded for it, if this algorithm accepts that stand-in (as
+        provision_or_alternative decides it)."""
+        own = provisions[model].get(member, default)
+        stand_in = stand_ins[model].get(member)
+        if own.how != ProvisionKind.MISSING or stand_in is None:
+            return own
+        accepted = needs.alternatives.get((algorithm, role, member), ())
+        return stand_in if stand_in.where.partition(" ")[0] in accepted else own
+
     for model, role, algorithm, status in verdicts:
         members = members_of.get((algorithm, role), [])
         provs = tuple(
-            provisions[model].get(m, Provision(m, "unknown", "not recorded")) for m in members
+            provided(model, algorithm, role, m, Provision(m, "unknown", "not recorded"))
+            for m in members
         )
         missing = tuple(p.member for p in provs if p.how == "missing")
         path, kind, kind_evidence = paths[model]
@@ -469,15 +507,14 @@ def _load_compat(
         findings, contract_unknown = contracts[model].get(slot, ((), ""))
         drafts = itf.draft_models.get(algorithm)
         role_evidence = drafts.evidence if drafts is not None and role != natural_role(kind) else ""
-        at_risk = tuple(
-            AtRisk(m, cond)
-            for m, cond in risky.get((algorithm, role), ())
-            if m not in members and provisions[model].get(m, Provision(m, "")).how == "missing"
-        )
         risk_provs = tuple(
-            provisions[model][m]
+            provided(model, algorithm, role, m, provisions[model][m])
             for m, _ in risky.get((algorithm, role), ())
             if m not in members and m in provisions[model]
+        )
+        lacking = {p.member for p in risk_provs if p.how == ProvisionKind.MISSING}
+        at_risk = tuple(
+            AtRisk(m, cond) for m, cond in risky.get((algorithm, role), ()) if m in lacking
         )
         checks.append(
             ModelCheck(
