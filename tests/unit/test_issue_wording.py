@@ -42,6 +42,7 @@ def test_a_member_newly_required_of_a_class_that_worked_is_not_called_a_regressi
     assert "regression" not in issue.labels
     assert "interface-change" in issue.labels
     assert "it provided these members" not in issue.body
+    assert "### Where EAGLE3 requires it (v2)" in issue.body  # one member
     assert (
         "**v2**: EAGLE3 now requires of the target model `brand_new_member`, which it did "
         "not require in v1, where the class provided everything required; the class never "
@@ -68,6 +69,12 @@ def test_a_class_that_lost_one_member_while_another_became_required_says_both() 
     assert "regression" in issue.labels
     assert "it provided these members in v1:\n- `set_eagle3_layers_to_capture`" in issue.body
     assert "besides, EAGLE3 now requires of the target model `brand_new_member`" in issue.body
+    assert "### Where EAGLE3 requires them (v2)" in issue.body  # two
+    # The title too tells the member it lost from the one it never had.
+    assert issue.title == (
+        "[EAGLE3] LlamaForCausalLM no longer provides set_eagle3_layers_to_capture and lacks "
+        "brand_new_member, newly required of the target model (broken since v2)"
+    )
 
 
 def test_a_target_member_newly_required_gets_an_issue_listing_the_classes_lacking_it() -> None:

@@ -48,6 +48,9 @@ class IssueSpec:
     # class never provided it: the interface moved, the class did not regress).
     new_requirement_title: str = ""
     new_requirement_labels: tuple[str, ...] = ()
+    # When it lacks both: members it provided before ({lost}) and newly required ones
+    # ({new}), each said for what it is.
+    mixed_title: str = ""
 
 
 @dataclass(frozen=True)
@@ -256,6 +259,8 @@ class ChangeKind(StrEnum):
                 new_requirement_title="[{algorithm}] {subject} lacks {missing}, newly required "
                 "of the {role} model (broken since {version})",
                 new_requirement_labels=(*_MODEL_LABELS, "interface-change"),
+                mixed_title="[{algorithm}] {subject} no longer provides {lost} and lacks "
+                "{new}, newly required of the {role} model (broken since {version})",
             ),
         ),
     )

@@ -312,6 +312,10 @@ def _title(report: IssueFacts, doc: dict[str, Any]) -> str:
     title = kind.issue.contract_title if broken and kind.issue.contract_title else kind.issue.title
     if kind.issue.new_requirement_title and _only_new_requirements(doc):
         title = kind.issue.new_requirement_title
+    lost = [m["member"] for m in doc.get("missing", []) if not m["newly_required"]]
+    new = [m["member"] for m in doc.get("missing", []) if m["newly_required"]]
+    if kind.issue.mixed_title and lost and new and not broken:
+        title = kind.issue.mixed_title
     return issue_title(
         title.format(
             algorithm=report.algorithm,
@@ -321,6 +325,8 @@ def _title(report: IssueFacts, doc: dict[str, Any]) -> str:
             missing=missing,
             hint=hint,
             broken=broken,
+            lost=", ".join(lost),
+            new=", ".join(new),
         )
     )
 
