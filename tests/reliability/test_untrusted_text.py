@@ -559,6 +559,23 @@ def test_json_keeps_every_name_exactly_and_shows_no_hidden_character_raw(repo: P
     assert hostile.MEMBER_TERMINAL in set(_strings(json.loads(run.stdout)))
 
 
+def test_the_json_files_issues_and_watch_write_keep_names_exactly_and_nothing_raw(
+    posted: tuple[State, Path, str], repo: Path, tmp_path: Path
+) -> None:
+    _, state, _ = posted
+    out = tmp_path / "issues"
+    run = tracker("issues", "v0.5.16", "v0.5.17", "-a", "EAGLE3", "--out", str(out),
+                  "--repo", str(repo))  # fmt: skip
+    assert run.code == 0, run.stderr
+    for written in (out / "issues.json", state):
+        text = written.read_text(encoding="utf-8")
+        assert hidden_in(text) == [], written.name
+        assert_terminal_safe(text)
+    # The member a report is about, exactly (its title shows it written out).
+    index = json.loads((out / "issues.json").read_text(encoding="utf-8"))
+    assert hostile.MEMBER_TERMINAL in set(_strings(index))
+
+
 # ------------------------------------------------------------------ the fix patch
 
 

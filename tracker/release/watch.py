@@ -43,6 +43,7 @@ from tracker.release.issues import (
 )
 from tracker.release.publish import GitHubClient, RemoteIssue
 from tracker.render.documents import RenderOptions
+from tracker.render.inert import json_text
 from tracker.sources.base import Source
 from tracker.sources.versions import parse_version
 
@@ -70,7 +71,9 @@ class WatchState:
             "last_version": self.last_version,
             "history": self.history,
         }
-        return json.dumps(doc, indent=1, ensure_ascii=False) + "\n"
+        # Written out as `\u` escapes, as on stdout: the same JSON, nothing a terminal
+        # showing the file acts on (json leaves bidi and line separators raw).
+        return json_text(json.dumps(doc, indent=1, ensure_ascii=False)) + "\n"
 
 
 def load_state(path: Path) -> WatchState | None:
@@ -213,7 +216,9 @@ class DirSink:
             key=lambda e: (e.get("report", {}).get("version", ""), e.get("file", "")),
         )
         doc = {"schema": INDEX_SCHEMA, "issues": ordered}
-        return json.dumps(doc, indent=1, ensure_ascii=False) + "\n"
+        # Written out as `\u` escapes, as on stdout: the same JSON, nothing a terminal
+        # showing the file acts on (json leaves bidi and line separators raw).
+        return json_text(json.dumps(doc, indent=1, ensure_ascii=False)) + "\n"
 
     def known(self) -> dict[str, Tracked]:
         out = {}
