@@ -268,14 +268,18 @@ class HalfThenFail:
 class FailingOs:
     """`os` for tracker.common.atomic, whose files fail half-way through their first write."""
 
-    def __init__(self, error: Callable[[], BaseException], only: str = "") -> None:
+    def __init__(
+        self, error: Callable[[], BaseException], only: str = "", workers_only: bool = False
+    ) -> None:
         self._error = error
         self._only = only
+        # Fail only in the processes forked from this one (pool workers), not in it.
+        self._spared = os.getpid() if workers_only else None
 
     def fdopen(self, fd: int, *args: Any, **kwargs: Any) -> Any:
         handle = os.fdopen(fd, *args, **kwargs)
         name = str(Path(f"/proc/self/fd/{fd}").readlink())
-        if self._only and self._only not in name:
+        if (self._only and self._only not in name) or os.getpid() == self._spared:
             return handle
         return HalfThenFail(handle, self._error())
 

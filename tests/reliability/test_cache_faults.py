@@ -373,7 +373,10 @@ sys.path[:0] = [sys.argv[1], sys.argv[1] + "/tests/unit"]
 import tracker.common.atomic
 from tests.reliability.support import FailingOs
 only = os.environ.get("FAIL_ONLY", "")
-tracker.common.atomic.os = FailingOs(lambda: OSError(errno.ENOSPC, os.strerror(errno.ENOSPC)), only)
+workers_only = bool(os.environ.get("FAIL_IN_WORKERS"))
+tracker.common.atomic.os = FailingOs(
+    lambda: OSError(errno.ENOSPC, os.strerror(errno.ENOSPC)), only, workers_only
+)
 from tracker.cli import main
 main(sys.argv[2:])
 """
@@ -428,6 +431,30 @@ def test_a_full_disk_while_caching_facts_is_one_warning_not_one_per_file(
     assert run.code == 0, run.stderr
     assert len(run.error_lines) <= 2, run.error_lines[:5]
     assert all(line.startswith("tracker: ") for line in run.error_lines), run.error_lines[:3]
+
+
+def test_a_full_disk_found_by_every_worker_at_once_is_still_one_line(
+    stocked_releases: Callable[..., Path], tmp_path: Path
+) -> None:
+    # The disk fills once the workers run: each finds it full on its own, none knows the
+    # others have said so.
+    real = stocked_releases("v0.5.9")
+    cache = tmp_path / "cache"
+    (cache / "pypi").mkdir(parents=True)
+    for stocked in (real / "pypi").glob("*"):
+        if "0.5.9-" in stocked.name or stocked.name == "versions.json":
+            (cache / "pypi" / stocked.name).write_bytes(stocked.read_bytes())
+    run = _failing_tracker(
+        "check", "v0.5.9", "-a", "EAGLE3", "--no-shipped", "--format", "json",
+        env=tracker_env(
+            TRACKER_JOBS="2", TRACKER_PIP="false", TRACKER_CACHE_DIR=str(cache),
+            FAIL_IN_WORKERS="1",
+        ),
+    )  # fmt: skip
+    assert run.code == 0, run.stderr
+    assert json.loads(run.stdout)["checks"]
+    unwritable = [line for line in run.error_lines if "cannot write to the cache" in line]
+    assert len(unwritable) == 1, run.error_lines
 
 
 def test_a_full_disk_in_the_worker_processes_still_gives_the_answer(

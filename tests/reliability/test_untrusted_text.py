@@ -178,8 +178,8 @@ def test_a_workers_own_warning_reaches_the_terminal_through_the_parent_once(
     assert_terminal_safe(run.stderr)
     lines = run.stderr.splitlines()
     unwritable = [line for line in lines if "cannot write to the cache" in line]
-    # The workers' (forwarded once, however many workers said it) and the parent's own.
-    assert len(unwritable) == 2
+    # Said once: by the parent, or by one worker when the parent had not yet said it.
+    assert len(unwritable) == 1
     assert all(line.startswith("tracker: warning: ") for line in lines)
 
 

@@ -13,18 +13,27 @@ from pathlib import Path
 log = logging.getLogger(__name__)
 
 _unwritable: set[Path] = set()
+CANNOT_WRITE = "cannot write to the cache"
+
+
+def first_unwritable() -> bool:
+    """True the first time this process finds the cache folder unwritable: a process that
+    gathers its workers' warnings says theirs only if it has not said its own."""
+    root = cache_root()
+    if root in _unwritable:
+        return False
+    _unwritable.add(root)
+    return True
 
 
 def cannot_write_cache(where: Path, exc: OSError) -> None:
     """Say once per process (and cache folder) that the cache cannot be written (a
     read-only or full disk): the facts, snapshots and downloads then cost time, not the
-    answer."""
-    root = cache_root()
-    if root in _unwritable:
+    answer. Workers do not say it: they hand it to the process that started them."""
+    if not first_unwritable():
         return
-    _unwritable.add(root)
     log.warning(
-        "cannot write to the cache in %s (%s); carrying on without it (TRACKER_CACHE_DIR "
+        CANNOT_WRITE + " in %s (%s); carrying on without it (TRACKER_CACHE_DIR "
         "can name a writable folder)",
         where,
         exc.strerror or exc,

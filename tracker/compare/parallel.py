@@ -24,6 +24,7 @@ from concurrent.futures import FIRST_COMPLETED, Future, ProcessPoolExecutor, wai
 from pathlib import Path
 from typing import Any
 
+from tracker.common.cachedir import CANNOT_WRITE, first_unwritable
 from tracker.common.collector import tune_collector
 from tracker.common.errors import TrackerError
 from tracker.common.lifeline import start_worker
@@ -105,7 +106,7 @@ def build_segments(
     # CLI's writes analysed text out visibly): a worker has no handler of its own, and
     # Python's last resort would print the text raw on the terminal.
     notes: Any = context.Queue()
-    said: set[str] = set()  # each worker says "cannot write to the cache" once: one line
+    said: set[str] = set()  # what several workers say is said once
     # Per segment, the next index to claim from each end ([2s] forward, [2s + 1] backward).
     ends: Any = context.Array("i", [i for s in segments for i in (0, len(s) - 1)])
     walkers = [(s, step) for s in range(len(segments)) for step in (1, -1)][: max(workers, 1)]
@@ -142,9 +143,11 @@ def _say_notes(notes: Any, said: set[str]) -> None:
             record = notes.get_nowait()
         except (queue.Empty, OSError, ValueError):
             return
-        if record.getMessage() not in said:
-            said.add(record.getMessage())
-            logging.getLogger(record.name).handle(record)
+        message = record.getMessage()
+        if message in said or (message.startswith(CANNOT_WRITE) and not first_unwritable()):
+            continue  # said by another worker, or (that the cache is unwritable) by this one
+        said.add(message)
+        logging.getLogger(record.name).handle(record)
 
 
 def _drain(

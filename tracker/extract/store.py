@@ -152,23 +152,45 @@ def _parse_and_store(
     base: Path, path: str, content_id: str, data: bytes, full: bool = True
 ) -> ModuleFacts:
     facts = extract_facts(path, content_id, data, full=full)
-    entry = _entry_path(base, content_id, full)
     try:
-        if entry.is_dir() and not entry.is_symlink():
-            shutil.rmtree(entry)  # a folder where the entry goes would fail every run
-        # No fsync: entries are checksummed, a torn one is detected and rebuilt.
-        write_bytes_atomic(entry, _encode(facts), durable=False)
+        _store(base, content_id, full, facts)
     except OSError as exc:  # a full or read-only disk costs speed, not correctness
         cannot_write_cache(base, exc)
     return facts
 
 
-def _parse_batch(base: str, items: list[tuple[str, str, bytes, bool]]) -> list[ModuleFacts]:
-    """Worker: parse and cache a batch (`base` empty: the cache cannot be written, and
-    each worker saying so would repeat the main process's one line)."""
-    if not base:
-        return [extract_facts(p, c, d, full=full) for p, c, d, full in items]
-    return [_parse_and_store(Path(base), p, c, d, full) for p, c, d, full in items]
+def _store(base: Path, content_id: str, full: bool, facts: ModuleFacts) -> None:
+    entry = _entry_path(base, content_id, full)
+    if entry.is_dir() and not entry.is_symlink():
+        shutil.rmtree(entry)  # a folder where the entry goes would fail every run
+    # No fsync: entries are checksummed, a torn one is detected and rebuilt.
+    write_bytes_atomic(entry, _encode(facts), durable=False)
+
+
+def _parse_batch(
+    base: str, items: list[tuple[str, str, bytes, bool]]
+) -> tuple[list[ModuleFacts], OSError | None]:
+    """Worker: parse and cache a batch; (its facts, the error that stopped it caching
+    them). The main process says that error: each worker saying it would be a line per
+    worker. `base` empty: the main process found the cache unwritable before."""
+    out = []
+    failed: OSError | None = None
+    for path, content_id, data, full in items:
+        facts = extract_facts(path, content_id, data, full=full)
+        if base and failed is None:
+            try:
+                _store(Path(base), content_id, full, facts)
+            except OSError as exc:
+                failed = exc
+        out.append(facts)
+    return out, failed
+
+
+def _batch_facts(base: str, done: tuple[list[ModuleFacts], OSError | None]) -> list[ModuleFacts]:
+    facts, failed = done
+    if failed is not None:
+        cannot_write_cache(Path(base), failed)
+    return facts
 
 
 _writable: dict[Path, bool] = {}
@@ -276,7 +298,8 @@ def load_facts(
     done = 0
     pool = _pool(workers)
     target = _for_workers(base)
-    for batch_facts in pool.map(_parse_batch, [target] * len(batches), batches):
+    for batch in pool.map(_parse_batch, [target] * len(batches), batches):
+        batch_facts = _batch_facts(target, batch)
         for facts in batch_facts:
             result[facts.path] = facts
             recent.put((facts.content_id, not facts.definitions_only), facts)
@@ -286,8 +309,9 @@ def load_facts(
     return result
 
 
-# Files being parsed ahead (parse_ahead), by (content id, read in full): the batch's future.
-_ahead: dict[tuple[str, bool], Future[list[ModuleFacts]]] = {}
+# Files being parsed ahead (parse_ahead), by (content id, read in full): the cache folder
+# the batch writes to and its future.
+_ahead: dict[tuple[str, bool], tuple[str, Future[tuple[list[ModuleFacts], OSError | None]]]] = {}
 
 
 def parse_ahead(tree: VersionTree, paths: Iterable[str], definitions_only: frozenset[str]) -> int:
@@ -314,9 +338,10 @@ def parse_ahead(tree: VersionTree, paths: Iterable[str], definitions_only: froze
     items = [(path, cid, tree.read(path), full) for (cid, full), path in todo.items()]
     pool = _pool(workers)
     for batch in _batches(items, workers):
-        future = pool.submit(_parse_batch, _for_workers(base), batch)
+        target = _for_workers(base)
+        future = pool.submit(_parse_batch, target, batch)
         for _, cid, _, full in batch:
-            _ahead[(cid, full)] = future
+            _ahead[(cid, full)] = (target, future)
     return len(items)
 
 
@@ -344,11 +369,12 @@ def _collect_ahead(
         return missing
     still = []
     for path, cid, full in missing:
-        future = _ahead.pop((cid, full), None)
-        if future is None:
+        ahead = _ahead.pop((cid, full), None)
+        if ahead is None:
             still.append((path, cid, full))
             continue
-        for facts in future.result():
+        target, future = ahead
+        for facts in _batch_facts(target, future.result()):
             recent.put((facts.content_id, not facts.definitions_only), facts)
         found = recent.get((cid, full))
         assert found is not None
