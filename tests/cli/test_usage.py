@@ -42,6 +42,13 @@ def test_a_directory_named_as_the_version_is_the_source_the_header_names(tmp_pat
     assert result.stdout.splitlines()[0] == f"sglang local · source: dir:{patched} (analysed)"
 
 
+def test_check_on_a_directory_names_the_directory_it_read(tmp_path: Path) -> None:
+    patched = sglang_dir(tmp_path / "patched")
+    result = tracker("check", f"dir:{patched}", "-a", "EAGLE3", "-q")
+    assert result.returncode in (0, 1), result.stderr
+    assert result.stdout.splitlines()[0].startswith(f"sglang dir:{patched} (analysed) · ")
+
+
 def test_a_diff_across_two_sources_names_both(tmp_path: Path) -> None:
     old = sglang_dir(tmp_path / "old")
     new = sglang_dir(tmp_path / "new", {"models/wrapper.py": None})

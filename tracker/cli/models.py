@@ -175,8 +175,9 @@ def check(
     doc["show_all"] = show_all or bool(models)
     doc["explain_kinds"] = explain_kinds
     doc["fix_options"] = fix_options
-    if req_snap.basis and fmt in ("text", "md"):
+    if (req_snap.basis or req_snap.source.kind == "dir") and fmt in ("text", "md"):
         # For people only, like describe_snapshot: JSON does not depend on shipped data.
+        # A directory is named by its path (its version, `local`, says nothing).
         doc["label"] = describe_snapshot(ws, req_snap)
     flush_warnings(ws)
     emit(_check_output(doc, fmt, render_options, show_all, compat))
