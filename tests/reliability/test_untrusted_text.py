@@ -143,18 +143,23 @@ def test_a_warning_about_a_hostile_file_name_is_one_visible_line(repo: Path) -> 
     assert_terminal_safe(run.stderr)
 
 
-def test_the_processes_that_build_a_range_write_nothing_raw_to_the_terminal(
-    repo: Path, tmp_path: Path
-) -> None:
-    # Its own process, so that the workers' stderr is the one captured; a fresh cache and
-    # two workers, so that the range is built in parallel.
-    env = {**os.environ, "TRACKER_CACHE_DIR": str(tmp_path / "cache"), "TRACKER_JOBS": "2"}
+def _matrix_in_parallel(repo: Path, cache: Path) -> subprocess.CompletedProcess[str]:
+    """`matrix` over four versions of the hostile history in its own process (so that the
+    workers' stderr is the one captured), built on two workers."""
+    env = {**os.environ, "TRACKER_CACHE_DIR": str(cache), "TRACKER_JOBS": "2"}
     run = subprocess.run(
         [sys.executable, "-m", "tracker", "matrix", "v0.5.15..v0.5.18", "-a", "EAGLE3",
          "--repo", str(repo)],
         env=env, capture_output=True, text=True, timeout=300, check=False,
     )  # fmt: skip
     assert run.returncode == 0, run.stderr
+    return run
+
+
+def test_the_processes_that_build_a_range_write_nothing_raw_to_the_terminal(
+    repo: Path, tmp_path: Path
+) -> None:
+    run = _matrix_in_parallel(repo, tmp_path / "cache")
     assert_terminal_safe(run.stderr)
     warnings = [line for line in run.stderr.split("\n") if "not UTF-8" in line]
     # Said once per version, by the parent, written out.
@@ -168,13 +173,7 @@ def test_a_workers_own_warning_reaches_the_terminal_through_the_parent_once(
     cache = tmp_path / "cache"
     cache.mkdir()
     (cache / "snapshots").write_text("a file where the snapshot cache should be")
-    env = {**os.environ, "TRACKER_CACHE_DIR": str(cache), "TRACKER_JOBS": "2"}
-    run = subprocess.run(
-        [sys.executable, "-m", "tracker", "matrix", "v0.5.15..v0.5.18", "-a", "EAGLE3",
-         "--repo", str(repo)],
-        env=env, capture_output=True, text=True, timeout=300, check=False,
-    )  # fmt: skip
-    assert run.returncode == 0, run.stderr
+    run = _matrix_in_parallel(repo, cache)
     assert_terminal_safe(run.stderr)
     lines = run.stderr.splitlines()
     unwritable = [line for line in lines if "cannot write to the cache" in line]
