@@ -496,10 +496,14 @@ def _load_compat(
 
     for model, role, algorithm, status in verdicts:
         members = members_of.get((algorithm, role), [])
-        provs = tuple(
-            provided(model, algorithm, role, m, Provision(m, "unknown", "not recorded"))
-            for m in members
-        )
+        held = provisions[model]
+        if stand_ins[model]:
+            provs = tuple(
+                provided(model, algorithm, role, m, Provision(m, "unknown", "not recorded"))
+                for m in members
+            )
+        else:  # most classes: no member another stands in for
+            provs = tuple(held.get(m) or Provision(m, "unknown", "not recorded") for m in members)
         missing = tuple(p.member for p in provs if p.how == "missing")
         path, kind, kind_evidence = paths[model]
         unknown = any(p.how == "unknown" for p in provs)
@@ -508,9 +512,9 @@ def _load_compat(
         drafts = itf.draft_models.get(algorithm)
         role_evidence = drafts.evidence if drafts is not None and role != natural_role(kind) else ""
         risk_provs = tuple(
-            provided(model, algorithm, role, m, provisions[model][m])
+            provided(model, algorithm, role, m, held[m]) if stand_ins[model] else held[m]
             for m, _ in risky.get((algorithm, role), ())
-            if m not in members and m in provisions[model]
+            if m not in members and m in held
         )
         lacking = {p.member for p in risk_provs if p.how == ProvisionKind.MISSING}
         at_risk = tuple(
