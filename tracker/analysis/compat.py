@@ -335,6 +335,11 @@ def provision_or_alternative(
     return found
 
 
+def stood_in_by(stand_in: Provision) -> str:
+    """The member an `alternative` provision (above) names as standing in."""
+    return stand_in.where.partition(" ")[0]
+
+
 def delegations(index: VersionIndex, cls: str, member: str) -> list[Delegation]:
     """Inner models held in `self.<attr>` whose class provides `member`."""
     memo_key = ("delegations", cls, member)

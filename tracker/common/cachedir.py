@@ -13,7 +13,9 @@ from pathlib import Path
 log = logging.getLogger(__name__)
 
 _unwritable: set[Path] = set()
-CANNOT_WRITE = "cannot write to the cache"
+# Set on the log record of that warning: a process gathering its workers' records tells it
+# from the others by this, not by its words.
+UNWRITABLE = "cache_unwritable"
 
 
 def first_unwritable() -> bool:
@@ -33,10 +35,11 @@ def cannot_write_cache(where: Path, exc: OSError) -> None:
     if not first_unwritable():
         return
     log.warning(
-        CANNOT_WRITE + " in %s (%s); carrying on without it (TRACKER_CACHE_DIR "
+        "cannot write to the cache in %s (%s); carrying on without it (TRACKER_CACHE_DIR "
         "can name a writable folder)",
         where,
         exc.strerror or exc,
+        extra={UNWRITABLE: True},
     )
 
 

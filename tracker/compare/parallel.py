@@ -24,7 +24,7 @@ from concurrent.futures import FIRST_COMPLETED, Future, ProcessPoolExecutor, wai
 from pathlib import Path
 from typing import Any
 
-from tracker.common.cachedir import CANNOT_WRITE, first_unwritable
+from tracker.common.cachedir import UNWRITABLE, first_unwritable
 from tracker.common.collector import tune_collector
 from tracker.common.errors import TrackerError
 from tracker.common.lifeline import start_worker
@@ -144,7 +144,7 @@ def _say_notes(notes: Any, said: set[str]) -> None:
         except (queue.Empty, OSError, ValueError):
             return
         message = record.getMessage()
-        if message in said or (message.startswith(CANNOT_WRITE) and not first_unwritable()):
+        if message in said or (getattr(record, UNWRITABLE, False) and not first_unwritable()):
             continue  # said by another worker, or (that the cache is unwritable) by this one
         said.add(message)
         logging.getLogger(record.name).handle(record)

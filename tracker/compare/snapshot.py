@@ -28,6 +28,7 @@ from tracker.analysis.compat import (
     Provision,
     contract_slot,
     natural_role,
+    stood_in_by,
     workers_problem,
 )
 from tracker.analysis.contract import SETTER, ContractFinding, ContractSite
@@ -481,29 +482,16 @@ def _load_compat(
     verdicts.sort(key=lambda v: (position[v[0]], order.get(v[2], len(order)), v[1] != "target"))
     members_of = {slot: sorted(set(names)) for slot, names in required.items()}
 
-    def provided(
-        model: str, algorithm: str, role: str, member: str, default: Provision
-    ) -> Provision:
-        """The member's provision in this check: its own, or (when it is missing) the
-        stand-in recorded for it, if this algorithm accepts that stand-in (as
-        provision_or_alternative decides it)."""
-        own = provisions[model].get(member, default)
-        stand_in = stand_ins[model].get(member)
-        if own.how != ProvisionKind.MISSING or stand_in is None:
-            return own
-        accepted = needs.alternatives.get((algorithm, role, member), ())
-        return stand_in if stand_in.where.partition(" ")[0] in accepted else own
-
     for model, role, algorithm, status in verdicts:
         members = members_of.get((algorithm, role), [])
-        held = provisions[model]
-        if stand_ins[model]:
-            provs = tuple(
-                provided(model, algorithm, role, m, Provision(m, "unknown", "not recorded"))
-                for m in members
-            )
-        else:  # most classes: no member another stands in for
-            provs = tuple(held.get(m) or Provision(m, "unknown", "not recorded") for m in members)
+        held, stood = provisions[model], stand_ins[model]
+        provs = tuple(held.get(m) or Provision(m, "unknown", "not recorded") for m in members)
+        risk_provs = tuple(
+            held[m] for m, _ in risky.get((algorithm, role), ()) if m not in members and m in held
+        )
+        if stood:  # most classes have no member another stands in for
+            provs = tuple(_with_stand_in(p, stood, needs, algorithm, role) for p in provs)
+            risk_provs = tuple(_with_stand_in(p, stood, needs, algorithm, role) for p in risk_provs)
         missing = tuple(p.member for p in provs if p.how == "missing")
         path, kind, kind_evidence = paths[model]
         unknown = any(p.how == "unknown" for p in provs)
@@ -511,11 +499,6 @@ def _load_compat(
         findings, contract_unknown = contracts[model].get(slot, ((), ""))
         drafts = itf.draft_models.get(algorithm)
         role_evidence = drafts.evidence if drafts is not None and role != natural_role(kind) else ""
-        risk_provs = tuple(
-            provided(model, algorithm, role, m, held[m]) if stand_ins[model] else held[m]
-            for m, _ in risky.get((algorithm, role), ())
-            if m not in members and m in held
-        )
         lacking = {p.member for p in risk_provs if p.how == ProvisionKind.MISSING}
         at_risk = tuple(
             AtRisk(m, cond) for m, cond in risky.get((algorithm, role), ()) if m in lacking
@@ -547,6 +530,19 @@ def _load_compat(
             )
         )
     return Compat(version, entries=entries, checks=checks)
+
+
+def _with_stand_in(
+    own: Provision, stood: dict[str, Provision], needs: Needs, algorithm: str, role: str
+) -> Provision:
+    """The member's provision in this check: its own, or (when it is missing) the stand-in
+    recorded for it, if this algorithm accepts that stand-in (as
+    provision_or_alternative decides it)."""
+    stand_in = stood.get(own.member)
+    if stand_in is None or own.how != ProvisionKind.MISSING:
+        return own
+    accepted = needs.alternatives.get((algorithm, role, own.member), ())
+    return stand_in if stood_in_by(stand_in) in accepted else own
 
 
 # Sites already built in this process, by their fields: consecutive releases record most

@@ -42,8 +42,7 @@ from tracker.release.issues import (
     report_in,
 )
 from tracker.release.publish import GitHubClient, RemoteIssue
-from tracker.render.documents import RenderOptions
-from tracker.render.inert import json_text
+from tracker.render.documents import RenderOptions, document_json
 from tracker.sources.base import Source
 from tracker.sources.versions import parse_version
 
@@ -71,9 +70,8 @@ class WatchState:
             "last_version": self.last_version,
             "history": self.history,
         }
-        # Written out as `\u` escapes, as on stdout: the same JSON, nothing a terminal
-        # showing the file acts on (json leaves bidi and line separators raw).
-        return json_text(json.dumps(doc, indent=1, ensure_ascii=False)) + "\n"
+        # As on stdout: nothing a terminal showing the file acts on stays raw.
+        return document_json(doc)
 
 
 def load_state(path: Path) -> WatchState | None:
@@ -216,9 +214,8 @@ class DirSink:
             key=lambda e: (e.get("report", {}).get("version", ""), e.get("file", "")),
         )
         doc = {"schema": INDEX_SCHEMA, "issues": ordered}
-        # Written out as `\u` escapes, as on stdout: the same JSON, nothing a terminal
-        # showing the file acts on (json leaves bidi and line separators raw).
-        return json_text(json.dumps(doc, indent=1, ensure_ascii=False)) + "\n"
+        # As on stdout: nothing a terminal showing the file acts on stays raw.
+        return document_json(doc)
 
     def known(self) -> dict[str, Tracked]:
         out = {}
